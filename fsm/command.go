@@ -1,0 +1,193 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// CommandType is byte 0 of every log entry the FSM applies. Numbers are
+// never reused; a new payload shape gets a new type. Bit 7 set means an
+// older binary may skip the entry when it does not know the type.
+type CommandType uint8
+
+const (
+	// CmdCreate stores a new object; it fails if the key exists.
+	CmdCreate CommandType = 1
+	// CmdUpdate replaces an existing object if its preconditions hold. An
+	// update whose object equals the stored one changes nothing.
+	CmdUpdate CommandType = 2
+	// CmdDelete removes an object if its preconditions hold.
+	CmdDelete CommandType = 3
+	// CmdNoop changes nothing; a new leader commits one to learn that its
+	// commit index is current (see cluster's read index).
+	CmdNoop CommandType = 4
+
+	skippable CommandType = 0x80
+)
+
+func (t CommandType) String() string {
+	switch t {
+	case CmdCreate:
+		return "create"
+	case CmdUpdate:
+		return "update"
+	case CmdDelete:
+		return "delete"
+	case CmdNoop:
+		return "noop"
+	}
+	return fmt.Sprintf("type-%d", uint8(t))
+}
+
+// Command is one decoded log entry.
+//
+// Everything Apply needs that is not a pure function of the state — uid,
+// creation time, generated names — is chosen before proposing and is
+// already inside Object.
+type Command struct {
+	Type     CommandType
+	Resource string
+	// Namespace and Name address the object for CmdDelete; for create and
+	// update they come from Object.
+	Namespace, Name string
+	// Object is the protobuf encoding of the object with resourceVersion
+	// unset (create and update).
+	Object []byte
+	// ExpectRV, when non-zero, must equal the stored object's RV.
+	ExpectRV uint64
+	// ExpectUID, when set, must equal the stored object's uid.
+	ExpectUID string
+}
+
+// Payload layout after the type byte (version 1 of every type): a uvarint
+// field count, then per field a uvarint tag and a uvarint-length-prefixed
+// value (a uint64 value is a uvarint inside the prefix). Unknown tags are skipped, so fields can
+// be added without a new type.
+const (
+	tagResource  = 1
+	tagNamespace = 2
+	tagName      = 3
+	tagObject    = 4
+	tagExpectRV  = 5
+	tagExpectUID = 6
+)
+
+// Encode returns the log entry bytes for c.
+func (c *Command) Encode() []byte {
+	b := make([]byte, 0, 32+len(c.Resource)+len(c.Namespace)+len(c.Name)+len(c.Object)+len(c.ExpectUID))
+	b = append(b, byte(c.Type))
+	var fields [][2]any
+	add := func(tag uint64, v any) { fields = append(fields, [2]any{tag, v}) }
+	if c.Resource != "" {
+		add(tagResource, c.Resource)
+	}
+	if c.Namespace != "" {
+		add(tagNamespace, c.Namespace)
+	}
+	if c.Name != "" {
+		add(tagName, c.Name)
+	}
+	if c.Object != nil {
+		add(tagObject, c.Object)
+	}
+	if c.ExpectRV != 0 {
+		add(tagExpectRV, c.ExpectRV)
+	}
+	if c.ExpectUID != "" {
+		add(tagExpectUID, c.ExpectUID)
+	}
+	b = binary.AppendUvarint(b, uint64(len(fields)))
+	for _, f := range fields {
+		b = binary.AppendUvarint(b, f[0].(uint64))
+		switch v := f[1].(type) {
+		case string:
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		case []byte:
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		case uint64:
+			b = binary.AppendUvarint(b, uint64(uvarintLen(v)))
+			b = binary.AppendUvarint(b, v)
+		}
+	}
+	return b
+}
+
+var errShort = errors.New("truncated command")
+
+// DecodeCommand parses a log entry. Object aliases data.
+func DecodeCommand(data []byte) (*Command, error) {
+	if len(data) == 0 {
+		return nil, errShort
+	}
+	c := &Command{Type: CommandType(data[0])}
+	r := reader{b: data[1:]}
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		switch tag := r.uvarint(); tag {
+		case tagResource:
+			c.Resource = string(r.bytes())
+		case tagNamespace:
+			c.Namespace = string(r.bytes())
+		case tagName:
+			c.Name = string(r.bytes())
+		case tagObject:
+			c.Object = r.bytes()
+		case tagExpectRV:
+			inner := reader{b: r.bytes()}
+			c.ExpectRV = inner.uvarint()
+			if inner.err != nil && r.err == nil {
+				r.err = inner.err
+			}
+		case tagExpectUID:
+			c.ExpectUID = string(r.bytes())
+		default:
+			// Only a later version writes unknown tags; they are all
+			// length-prefixed.
+			r.bytes()
+		}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("decode %v command: %w", c.Type, r.err)
+	}
+	return c, nil
+}
+
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if uint64(len(r.b)) < n {
+		r.err = errShort
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func uvarintLen(v uint64) int {
+	var buf [binary.MaxVarintLen64]byte
+	return binary.PutUvarint(buf[:], v)
+}

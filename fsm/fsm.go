@@ -1,0 +1,188 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// StoredObject is what the FSM stores for a resource: a Kubernetes object
+// with generated protobuf marshalling.
+type StoredObject interface {
+	runtime.Object
+	metav1.Object
+	Marshal() ([]byte, error)
+	Unmarshal([]byte) error
+}
+
+// Types maps a resource name to a constructor of its stored type. The table
+// is part of the log's meaning: a resource, once added, keeps its type.
+type Types map[string]func() StoredObject
+
+// DefaultTypes are the resources leasehold stores.
+func DefaultTypes() Types {
+	return Types{
+		"leases": func() StoredObject { return &coordinationv1.Lease{} },
+	}
+}
+
+// Result is what Apply returns for a command; cluster hands it back to the
+// proposer.
+type Result struct {
+	// Object is the stored object after the entry: the created or updated
+	// object (unchanged for a no-op update), or the deleted object's last
+	// state stamped with the delete's index.
+	Object *state.Object
+	// Err is a *state.Error when the write was refused.
+	Err error
+}
+
+// FSM applies log entries to a state.Store. Apply, ApplyBatch, Snapshot and
+// Restore are called only from Raft's FSM goroutine.
+type FSM struct {
+	state  *state.Store
+	types  Types
+	logger hclog.Logger
+}
+
+var (
+	_ raft.FSM         = (*FSM)(nil)
+	_ raft.BatchingFSM = (*FSM)(nil)
+)
+
+// New returns an FSM that writes to st.
+func New(st *state.Store, types Types, logger hclog.Logger) *FSM {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &FSM{state: st, types: types, logger: logger}
+}
+
+// State is the store the FSM writes.
+func (f *FSM) State() *state.Store { return f.state }
+
+// Apply applies one entry.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies a batch of committed entries in one state transaction
+// and publishes them to readers and watchers together.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	txn := f.state.Begin()
+	var last uint64
+	for i, l := range logs {
+		last = l.Index
+		if l.Type != raft.LogCommand {
+			// Configuration changes only move the applied index.
+			continue
+		}
+		out[i] = f.apply(txn, l)
+		txn.Step(l.Index)
+	}
+	txn.Commit(last)
+	return out
+}
+
+func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
+	cmd, err := DecodeCommand(l.Data)
+	if err != nil {
+		// Stopping beats diverging from the other nodes.
+		panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
+	}
+	at := l.AppendedAt.UnixNano()
+	switch cmd.Type {
+	case CmdCreate:
+		obj := f.decode(l.Index, cmd)
+		k := state.Key{Resource: cmd.Resource, Namespace: obj.Key.Namespace, Name: obj.Key.Name}
+		if cur := txn.Get(k); cur != nil {
+			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID}}
+		}
+		txn.Put(obj, nil, at)
+		return &Result{Object: obj}
+	case CmdUpdate:
+		obj := f.decode(l.Index, cmd)
+		cur := txn.Get(obj.Key)
+		if err := checkPreconditions(obj.Key, cur, cmd); err != nil {
+			return &Result{Err: err}
+		}
+		if obj.UID != cur.UID {
+			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID}}
+		}
+		if bytes.Equal(obj.Data, cur.Data) {
+			return &Result{Object: cur}
+		}
+		txn.Put(obj, cur, at)
+		return &Result{Object: obj}
+	case CmdDelete:
+		k := state.Key{Resource: cmd.Resource, Namespace: cmd.Namespace, Name: cmd.Name}
+		cur := txn.Get(k)
+		if err := checkPreconditions(k, cur, cmd); err != nil {
+			return &Result{Err: err}
+		}
+		tomb := *cur
+		tomb.RV = l.Index
+		o := cur.Obj.DeepCopyObject().(StoredObject)
+		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
+		tomb.Obj = o
+		txn.Delete(cur, &tomb, at)
+		return &Result{Object: &tomb}
+	case CmdNoop:
+		return &Result{}
+	}
+	if cmd.Type&skippable != 0 {
+		f.logger.Warn("skipping unknown command", "type", uint8(cmd.Type), "index", l.Index)
+		return &Result{}
+	}
+	panic(fmt.Sprintf("fsm: entry %d: unknown command type %d", l.Index, uint8(cmd.Type)))
+}
+
+func checkPreconditions(k state.Key, cur *state.Object, cmd *Command) error {
+	if cur == nil {
+		return &state.Error{Code: state.NotFound, Key: k}
+	}
+	if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID {
+		return &state.Error{Code: state.UIDMismatch, Key: k, RV: cur.RV, UID: cur.UID}
+	}
+	if cmd.ExpectRV != 0 && cmd.ExpectRV != cur.RV {
+		return &state.Error{Code: state.Conflict, Key: k, RV: cur.RV, UID: cur.UID}
+	}
+	return nil
+}
+
+// decode builds the stored object for a create or update at index idx.
+func (f *FSM) decode(idx uint64, cmd *Command) *state.Object {
+	o, err := f.unmarshal(cmd.Resource, cmd.Object)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: entry %d: %v", idx, err))
+	}
+	o.SetResourceVersion(strconv.FormatUint(idx, 10))
+	return &state.Object{
+		Key:  state.Key{Resource: cmd.Resource, Namespace: o.GetNamespace(), Name: o.GetName()},
+		RV:   idx,
+		UID:  string(o.GetUID()),
+		Data: bytes.Clone(cmd.Object),
+		Obj:  o,
+	}
+}
+
+func (f *FSM) unmarshal(resource string, data []byte) (StoredObject, error) {
+	newObj, ok := f.types[resource]
+	if !ok {
+		return nil, fmt.Errorf("unknown resource %q", resource)
+	}
+	o := newObj()
+	if err := o.Unmarshal(data); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", resource, err)
+	}
+	return o, nil
+}

@@ -1,0 +1,253 @@
+package fsm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// Snapshot format: the magic "LHSNAP", a format version byte, then records
+// of [record type byte][uvarint length][payload], ending with recEnd. The
+// history is part of the snapshot so that a restarted node can still resume
+// watches from before the snapshot (the log before it is gone).
+const (
+	snapMagic   = "LHSNAP"
+	snapVersion = 1
+
+	recObject = 1 // an object in the state
+	recEvent  = 2 // a history event
+	recIndex  = 3 // applied index and history's dropped RV
+	recEnd    = 4
+
+	// maxRecord bounds one record; objects are limited to 3 MiB on the API.
+	maxRecord = 64 << 20
+)
+
+// Snapshot captures the state; it runs on the FSM goroutine and is cheap
+// (the store hands out immutable views). Persist runs concurrently.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	objs, events, dropped, applied := f.state.Dump()
+	return &snapshot{objs: objs, events: events, dropped: dropped, applied: applied}, nil
+}
+
+type snapshot struct {
+	objs    []*state.Object
+	events  []state.Event
+	dropped uint64
+	applied uint64
+}
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if err := s.write(sink); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() {}
+
+func (s *snapshot) write(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 1<<16)
+	if _, err := bw.WriteString(snapMagic); err != nil {
+		return err
+	}
+	if err := bw.WriteByte(snapVersion); err != nil {
+		return err
+	}
+	var rec []byte
+	put := func(typ byte) error {
+		if err := bw.WriteByte(typ); err != nil {
+			return err
+		}
+		var l [binary.MaxVarintLen64]byte
+		if _, err := bw.Write(l[:binary.PutUvarint(l[:], uint64(len(rec)))]); err != nil {
+			return err
+		}
+		_, err := bw.Write(rec)
+		return err
+	}
+	rec = binary.AppendUvarint(rec[:0], s.applied)
+	rec = binary.AppendUvarint(rec, s.dropped)
+	if err := put(recIndex); err != nil {
+		return err
+	}
+	for _, o := range s.objs {
+		rec = appendObject(rec[:0], o)
+		if err := put(recObject); err != nil {
+			return err
+		}
+	}
+	for _, e := range s.events {
+		rec = appendString(rec[:0], string(e.Type))
+		rec = binary.AppendVarint(rec, e.At)
+		rec = appendObject(rec, e.Object)
+		if e.Prev != nil {
+			rec = append(rec, 1)
+			rec = appendObject(rec, e.Prev)
+		} else {
+			rec = append(rec, 0)
+		}
+		if err := put(recEvent); err != nil {
+			return err
+		}
+	}
+	rec = rec[:0]
+	if err := put(recEnd); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendObject(b []byte, o *state.Object) []byte {
+	b = appendString(b, o.Key.Resource)
+	b = appendString(b, o.Key.Namespace)
+	b = appendString(b, o.Key.Name)
+	b = binary.AppendUvarint(b, o.RV)
+	b = appendString(b, o.UID)
+	b = binary.AppendUvarint(b, uint64(len(o.Data)))
+	return append(b, o.Data...)
+}
+
+// Restore replaces the state with a snapshot's. The new state is built
+// aside and swapped in only once the whole snapshot has been read, so a
+// corrupt snapshot leaves the current state as it was.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<16)
+	head := make([]byte, len(snapMagic)+1)
+	if _, err := io.ReadFull(br, head); err != nil {
+		return fmt.Errorf("restore: read header: %w", err)
+	}
+	if string(head[:len(snapMagic)]) != snapMagic || head[len(snapMagic)] != snapVersion {
+		return fmt.Errorf("restore: not a leasehold snapshot of version %d", snapVersion)
+	}
+	var (
+		objs             []*state.Object
+		events           []state.Event
+		applied, dropped uint64
+		sawIndex         bool
+	)
+	// Objects in events are shared with the state when they are the same
+	// version, to keep memory as it was before the snapshot.
+	type version struct {
+		k  state.Key
+		rv uint64
+	}
+	byVersion := map[version]*state.Object{}
+	for {
+		typ, err := br.ReadByte()
+		if err != nil {
+			return fmt.Errorf("restore: truncated snapshot: %w", err)
+		}
+		n, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("restore: truncated snapshot: %w", err)
+		}
+		if n > maxRecord {
+			return fmt.Errorf("restore: record of %d bytes is larger than %d", n, maxRecord)
+		}
+		rec := make([]byte, n)
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return fmt.Errorf("restore: truncated snapshot: %w", err)
+		}
+		r := &reader{b: rec}
+		switch typ {
+		case recIndex:
+			applied, dropped = r.uvarint(), r.uvarint()
+			sawIndex = true
+		case recObject:
+			o, err := f.readObject(r)
+			if err != nil {
+				return err
+			}
+			byVersion[version{o.Key, o.RV}] = o
+			objs = append(objs, o)
+		case recEvent:
+			e := state.Event{Type: state.EventType(r.bytes()), At: r.varint()}
+			if e.Object, err = f.readObject(r); err != nil {
+				return err
+			}
+			e.RV = e.Object.RV
+			if shared, ok := byVersion[version{e.Object.Key, e.Object.RV}]; ok && e.Type != state.Deleted {
+				e.Object = shared
+			}
+			if hasPrev := r.byte(); hasPrev == 1 {
+				if e.Prev, err = f.readObject(r); err != nil {
+					return err
+				}
+			}
+			events = append(events, e)
+		case recEnd:
+			if !sawIndex {
+				return errors.New("restore: snapshot has no index record")
+			}
+			f.state.Replace(objs, events, dropped, applied)
+			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
+			return nil
+		default:
+			return fmt.Errorf("restore: unknown record type %d", typ)
+		}
+		if r.err != nil {
+			return fmt.Errorf("restore: record type %d: %w", typ, r.err)
+		}
+	}
+}
+
+func (f *FSM) readObject(r *reader) (*state.Object, error) {
+	o := &state.Object{}
+	o.Key.Resource = string(r.bytes())
+	o.Key.Namespace = string(r.bytes())
+	o.Key.Name = string(r.bytes())
+	o.RV = r.uvarint()
+	o.UID = string(r.bytes())
+	o.Data = r.bytes()
+	if r.err != nil {
+		return nil, fmt.Errorf("restore: object record: %w", r.err)
+	}
+	obj, err := f.unmarshal(o.Key.Resource, o.Data)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %s: %w", o.Key, err)
+	}
+	obj.SetResourceVersion(strconv.FormatUint(o.RV, 10))
+	o.Obj = obj
+	return o, nil
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = errShort
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil {
+		return 0
+	}
+	if len(r.b) == 0 {
+		r.err = errShort
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}

@@ -1,0 +1,101 @@
+package state
+
+// EventType is the kind of change an event records.
+type EventType string
+
+// The event types, spelled as in the Kubernetes watch protocol.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+)
+
+// Event is one applied change. RV is the index of the entry that made it.
+type Event struct {
+	Type EventType
+	RV   uint64
+	// Object is the new state; for Deleted, the last state stamped with RV.
+	Object *Object
+	// Prev is the state before the change (nil for Added).
+	Prev *Object
+	// At is the leader's append time of the entry (unix nanoseconds), the
+	// same on every node; used only to age the history.
+	At int64
+}
+
+// History is a bounded ring of the most recent events in RV order. It is
+// guarded by Store.mu.
+type History struct {
+	buf   []Event
+	start int // position of the oldest event
+	n     int // number of events held
+	// dropped is the RV of the newest event that fell out of the ring (0 if
+	// none): a watch from an RV below it cannot be served.
+	dropped uint64
+}
+
+func newHistory(capacity int) *History {
+	return &History{buf: make([]Event, capacity)}
+}
+
+func (h *History) append(evs []Event) {
+	for _, e := range evs {
+		if h.n == len(h.buf) {
+			h.dropped = h.buf[h.start].RV
+			h.buf[h.start] = Event{}
+			h.start = (h.start + 1) % len(h.buf)
+			h.n--
+		}
+		h.buf[(h.start+h.n)%len(h.buf)] = e
+		h.n++
+	}
+}
+
+func (h *History) reset(evs []Event, dropped uint64) {
+	for i := range h.buf {
+		h.buf[i] = Event{}
+	}
+	h.start, h.n, h.dropped = 0, 0, dropped
+	h.append(evs)
+}
+
+func (h *History) at(i int) Event { return h.buf[(h.start+i)%len(h.buf)] }
+
+func (h *History) all() []Event {
+	out := make([]Event, h.n)
+	for i := range out {
+		out[i] = h.at(i)
+	}
+	return out
+}
+
+// since returns the events with RV > rv, oldest first.
+func (h *History) since(rv uint64) []Event {
+	lo, hi := 0, h.n
+	for lo < hi {
+		m := (lo + hi) / 2
+		if h.at(m).RV <= rv {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	out := make([]Event, h.n-lo)
+	for i := range out {
+		out[i] = h.at(lo + i)
+	}
+	return out
+}
+
+// EventsSince returns the events with RV > rv up to the applied index, and
+// that index. ok is false when events after rv have already left the
+// history, so the caller cannot resume from rv without a gap; oldest is then
+// the oldest RV that can still be resumed from.
+func (s *Store) EventsSince(rv uint64) (evs []Event, applied uint64, ok bool, oldest uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rv < s.history.dropped {
+		return nil, s.applied, false, s.history.dropped
+	}
+	return s.history.since(rv), s.applied, true, s.history.dropped
+}
