@@ -1,0 +1,544 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+
+	"github.com/leasehold/leasehold/fsm"
+	"github.com/leasehold/leasehold/fsm/state"
+	"github.com/leasehold/leasehold/transport"
+)
+
+// Errors a caller maps to HTTP answers.
+var (
+	// ErrNotLeader: this node is not the leader; nothing was written.
+	ErrNotLeader = errors.New("this node is not the raft leader")
+	// ErrNoLeader: no leader is known within the wait; nothing was written.
+	ErrNoLeader = errors.New("no raft leader is known")
+	// ErrUnknownOutcome: the write may or may not have been committed
+	// (leadership lost mid-commit, a forwarded write's connection broke).
+	ErrUnknownOutcome = errors.New("the outcome of the write is unknown")
+	// ErrTimeout: the node could not confirm a read or write in time.
+	ErrTimeout = errors.New("timed out waiting for the cluster")
+)
+
+// Peer is a cluster member as named on the command line.
+type Peer struct {
+	Name, Addr string
+}
+
+// Config configures a Node.
+type Config struct {
+	Name    string
+	DataDir string
+	// InitialCluster is the configuration a node bootstraps with when its
+	// data dir holds no Raft state. Every founding member gets the same
+	// list. Empty (and no Join) means a cluster of this node alone.
+	InitialCluster []Peer
+	// Join is set when the node is added to a running cluster instead of
+	// bootstrapping; the caller asks a member to add it.
+	Join bool
+
+	SnapshotThreshold uint64
+	SnapshotInterval  time.Duration
+	TrailingLogs      uint64
+	// HeartbeatTimeout is Raft's heartbeat and election timeout.
+	HeartbeatTimeout time.Duration
+	// WriteTimeout bounds how long a request waits for a leader.
+	WriteTimeout time.Duration
+
+	State  state.Config
+	Logger hclog.Logger
+}
+
+func (c *Config) setDefaults() {
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = 8192
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = 30 * time.Second
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = 10240
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 5 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+}
+
+// Node is one member of the Raft cluster: it owns Raft, its stores, the FSM
+// and the peer transport, and answers the questions the API asks of the
+// cluster — apply this, is my state current, who leads.
+type Node struct {
+	cfg    Config
+	logger hclog.Logger
+
+	raft   *raft.Raft
+	fsm    *fsm.FSM
+	state  *state.Store
+	mux    *transport.Mux
+	client *transport.Client
+	bolt   *raftboltdb.BoltStore
+	trans  *raft.NetworkTransport
+
+	// forward handles writes forwarded to this node; set by the API.
+	forward atomic.Pointer[ForwardFunc]
+
+	// termReady is the term in which this node, as leader, has applied its
+	// own no-op: from then on its commit index is current (a new leader's
+	// may lag until an entry of its own term commits). termSem serialises
+	// the no-op.
+	termReady atomic.Uint64
+	termSem   chan struct{}
+
+	verify verifier
+
+	readyMu     sync.Mutex
+	ready       bool
+	readyReason string
+
+	notifyCh chan bool
+	stopCh   chan struct{}
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+// ForwardFunc answers a write forwarded from a follower.
+type ForwardFunc func(ctx context.Context, req *transport.HTTPRequest) *transport.HTTPResponse
+
+// New opens the node's stores under cfg.DataDir, starts Raft on mux and
+// bootstraps from cfg.InitialCluster when there is no Raft state yet.
+func New(cfg Config, mux *transport.Mux) (*Node, error) {
+	cfg.setDefaults()
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	n := &Node{
+		cfg:      cfg,
+		logger:   cfg.Logger,
+		state:    state.New(cfg.State),
+		mux:      mux,
+		client:   transport.NewClient(mux),
+		termSem:  make(chan struct{}, 1),
+		notifyCh: make(chan bool, 16),
+		stopCh:   make(chan struct{}),
+	}
+	n.fsm = fsm.New(n.state, fsm.DefaultTypes(), cfg.Logger.Named("fsm"))
+	n.readyReason = "no leader is known yet"
+
+	// Keep fsync on; keep bbolt's freelist out of every commit (it is
+	// rebuilt at open) so truncating old logs does not make writes slower.
+	bolt, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft log: %w", err)
+	}
+	n.bolt = bolt
+	logs, err := raft.NewLogCache(512, bolt)
+	if err != nil {
+		bolt.Close()
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot"))
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("open snapshot store: %w", err)
+	}
+	n.trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  mux.RaftLayer(),
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  cfg.Logger.Named("raft-net"),
+	})
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.Name)
+	rc.Logger = cfg.Logger.Named("raft")
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.HeartbeatTimeout
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	rc.CommitTimeout = 20 * time.Millisecond
+	rc.MaxAppendEntries = 256
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.NotifyCh = n.notifyCh
+	rc.NoLegacyTelemetry = true
+
+	has, err := raft.HasExistingState(logs, bolt, snaps)
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("inspect raft state: %w", err)
+	}
+	if !has && !cfg.Join {
+		var conf raft.Configuration
+		peers := cfg.InitialCluster
+		if len(peers) == 0 {
+			peers = []Peer{{Name: cfg.Name, Addr: string(n.trans.LocalAddr())}}
+		}
+		for _, p := range peers {
+			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.Addr)})
+		}
+		if err := raft.BootstrapCluster(rc, logs, bolt, snaps, n.trans, conf); err != nil {
+			bolt.Close()
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		n.logger.Info("bootstrapped a new cluster", "members", len(conf.Servers))
+	}
+
+	r, err := raft.NewRaft(rc, n.fsm, logs, bolt, snaps, n.trans)
+	if err != nil {
+		bolt.Close()
+		return nil, fmt.Errorf("start raft: %w", err)
+	}
+	n.raft = r
+	mux.Serve(rpcHandler{n})
+	n.wg.Add(2)
+	go n.watchLeadership()
+	go n.watchReadiness()
+	return n, nil
+}
+
+// Name is the node's name (its Raft server ID).
+func (n *Node) Name() string { return n.cfg.Name }
+
+// State is the node's replicated state.
+func (n *Node) State() *state.Store { return n.state }
+
+// SetForwardHandler installs the handler for writes forwarded to this node.
+func (n *Node) SetForwardHandler(f ForwardFunc) { n.forward.Store(&f) }
+
+// IsLeader reports whether this node believes it is the leader.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the known leader's name and peer address ("" if none).
+func (n *Node) Leader() (name, addr string) {
+	a, id := n.raft.LeaderWithID()
+	return string(id), string(a)
+}
+
+// WaitLeader waits until some leader is known.
+func (n *Node) WaitLeader(ctx context.Context) (name, addr string, err error) {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if name, addr = n.Leader(); addr != "" {
+			return name, addr, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", "", ErrNoLeader
+		case <-n.stopCh:
+			return "", "", ErrNoLeader
+		case <-t.C:
+		}
+	}
+}
+
+// Apply proposes cmd on this node, which must be the leader, and returns
+// the FSM's result once the entry is committed and applied here.
+func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	if n.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	timeout := n.cfg.WriteTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	f := n.raft.Apply(cmd.Encode(), timeout)
+	if err := f.Error(); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, ErrNotLeader
+		case errors.Is(err, raft.ErrEnqueueTimeout):
+			return nil, ErrTimeout
+		default:
+			// ErrLeadershipLost, ErrRaftShutdown: it may still commit.
+			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+		}
+	}
+	res, ok := f.Response().(*fsm.Result)
+	if !ok {
+		return nil, fmt.Errorf("unexpected apply response %T", f.Response())
+	}
+	return res, nil
+}
+
+// EnsureCurrent makes sure this node, as leader, has applied an entry of
+// its own term, so that its state holds every write acknowledged by an
+// earlier leader. Writes call it before reading the state they build on.
+func (n *Node) EnsureCurrent(ctx context.Context) error {
+	t := n.raft.CurrentTerm()
+	if n.termReady.Load() == t {
+		return nil
+	}
+	select {
+	case n.termSem <- struct{}{}:
+	case <-ctx.Done():
+		return ErrTimeout
+	}
+	defer func() { <-n.termSem }()
+	if n.termReady.Load() == t {
+		return nil
+	}
+	if _, err := n.Apply(ctx, &fsm.Command{Type: fsm.CmdNoop}); err != nil {
+		if errors.Is(err, ErrUnknownOutcome) {
+			return ErrNotLeader
+		}
+		return err
+	}
+	if n.raft.CurrentTerm() != t || n.raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	n.termReady.Store(t)
+	return nil
+}
+
+// ReadIndex returns an index such that once this node has applied it, its
+// state reflects every write acknowledged anywhere before the call. The
+// leader computes it (Raft thesis 6.4: its commit index, once an entry of
+// its term has committed, confirmed by a quorum round); a follower asks the
+// leader over the peer port.
+func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
+	for {
+		if n.raft.State() == raft.Leader {
+			idx, err := n.leaderReadIndex(ctx)
+			if !errors.Is(err, ErrNotLeader) {
+				return idx, err
+			}
+		} else {
+			_, addr, err := n.WaitLeader(ctx)
+			if err != nil {
+				return 0, err
+			}
+			if addr != string(n.trans.LocalAddr()) {
+				idx, err := n.client.ReadIndex(ctx, addr)
+				if err == nil {
+					return idx, nil
+				}
+				if ctx.Err() != nil {
+					return 0, ErrTimeout
+				}
+				if !errors.Is(err, transport.ErrNotLeader) {
+					n.logger.Debug("read index from leader failed", "leader", addr, "error", err)
+				}
+			}
+		}
+		// Leadership is moving: try again shortly, within ctx.
+		select {
+		case <-ctx.Done():
+			return 0, ErrTimeout
+		case <-n.stopCh:
+			return 0, ErrNoLeader
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (n *Node) leaderReadIndex(ctx context.Context) (uint64, error) {
+	t := n.raft.CurrentTerm()
+	if err := n.EnsureCurrent(ctx); err != nil {
+		return 0, err
+	}
+	idx := n.raft.CommitIndex()
+	if err := n.verify.verify(ctx, n.raft); err != nil {
+		return 0, err
+	}
+	if n.raft.CurrentTerm() != t {
+		return 0, ErrNotLeader
+	}
+	return idx, nil
+}
+
+// LinearizableRead returns once this node's state reflects every write
+// acknowledged before the call.
+func (n *Node) LinearizableRead(ctx context.Context) error {
+	idx, err := n.ReadIndex(ctx)
+	if err != nil {
+		return err
+	}
+	if err := n.state.WaitApplied(ctx, idx); err != nil {
+		return ErrTimeout
+	}
+	return nil
+}
+
+// Forward sends a write to the leader and returns its answer.
+func (n *Node) Forward(ctx context.Context, req *transport.HTTPRequest) (*transport.HTTPResponse, error) {
+	_, addr, err := n.WaitLeader(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req.From = n.cfg.Name
+	resp, err := n.client.Forward(ctx, addr, req)
+	if err != nil {
+		if errors.Is(err, transport.ErrUnknownOutcome) {
+			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+		}
+		return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	return resp, nil
+}
+
+// rpcHandler answers the peer RPCs.
+type rpcHandler struct{ n *Node }
+
+var _ transport.Handler = rpcHandler{}
+
+func (h rpcHandler) ForwardHTTP(ctx context.Context, req *transport.HTTPRequest) *transport.HTTPResponse {
+	f := h.n.forward.Load()
+	if f == nil {
+		return &transport.HTTPResponse{Status: 503, Body: []byte("node is starting")}
+	}
+	return (*f)(ctx, req)
+}
+
+// ReadIndex is answered by the leader only; a follower never asks another
+// follower on a caller's behalf.
+func (h rpcHandler) ReadIndex(ctx context.Context) (uint64, error) {
+	if h.n.raft.State() != raft.Leader {
+		return 0, transport.ErrNotLeader
+	}
+	idx, err := h.n.leaderReadIndex(ctx)
+	if errors.Is(err, ErrNotLeader) {
+		return 0, transport.ErrNotLeader
+	}
+	return idx, err
+}
+
+// AddVoter adds a member; only the leader can.
+func (n *Node) AddVoter(ctx context.Context, name, addr string) error {
+	if n.raft.State() != raft.Leader {
+		return ErrNotLeader
+	}
+	f := n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(addr), 0, n.cfg.WriteTimeout)
+	if err := f.Error(); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) {
+			return ErrNotLeader
+		}
+		return err
+	}
+	return nil
+}
+
+// watchLeadership follows NotifyCh, which Raft writes in order and blocks
+// on, so it must always be drained. On gaining leadership it commits the
+// term's no-op at once, so the first reads and writes do not wait for it.
+func (n *Node) watchLeadership() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stopCh:
+			return
+		case leader := <-n.notifyCh:
+			if leader {
+				n.logger.Info("became leader", "term", n.raft.CurrentTerm())
+				go func() {
+					ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+					defer cancel()
+					if err := n.EnsureCurrent(ctx); err != nil {
+						n.logger.Warn("could not commit the term's first entry", "error", err)
+					}
+				}()
+			} else {
+				n.logger.Info("lost leadership")
+			}
+		}
+	}
+}
+
+// Ready reports whether the node serves requests: it knows a leader and has
+// applied everything that leader had committed when this node learned of it.
+func (n *Node) Ready() (bool, string) {
+	n.readyMu.Lock()
+	defer n.readyMu.Unlock()
+	return n.ready, n.readyReason
+}
+
+func (n *Node) setReady(ok bool, reason string) {
+	n.readyMu.Lock()
+	if n.ready != ok {
+		n.logger.Info("readiness changed", "ready", ok, "reason", reason)
+	}
+	n.ready, n.readyReason = ok, reason
+	n.readyMu.Unlock()
+}
+
+// watchReadiness re-establishes readiness whenever the leader changes.
+func (n *Node) watchReadiness() {
+	defer n.wg.Done()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	var readyFor string
+	for {
+		select {
+		case <-n.stopCh:
+			return
+		case <-t.C:
+		}
+		name, addr := n.Leader()
+		if addr == "" {
+			readyFor = ""
+			n.setReady(false, "no leader is known")
+			continue
+		}
+		if name == readyFor {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := n.LinearizableRead(ctx)
+		cancel()
+		if err != nil {
+			n.setReady(false, fmt.Sprintf("catching up with leader %s: %v", name, err))
+			continue
+		}
+		readyFor = name
+		n.setReady(true, "ok")
+	}
+}
+
+// Close leaves the cluster gracefully: it hands leadership over if it has
+// it, then stops Raft and the transport.
+func (n *Node) Close() error {
+	n.closeMu.Lock()
+	defer n.closeMu.Unlock()
+	if n.closed {
+		return nil
+	}
+	n.closed = true
+	if n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
+		if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			n.logger.Warn("leadership transfer failed", "error", err)
+		}
+	}
+	close(n.stopCh)
+	err := n.raft.Shutdown().Error()
+	n.wg.Wait()
+	n.client.Close()
+	n.trans.Close()
+	n.mux.Close()
+	if cerr := n.bolt.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

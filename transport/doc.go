@@ -1,0 +1,8 @@
+// Package transport owns the peer port. Every connection starts with one
+// byte that says what it carries — 1 for Raft (hashicorp/raft's
+// NetworkTransport over this package's StreamLayer), 2 for node-to-node RPC
+// (writes forwarded to the leader, read-index requests) — the way Consul and
+// rqlite multiplex one port.
+//
+// RPCs are gob-encoded request/response pairs over pooled connections.
+package transport

@@ -1,0 +1,275 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// HTTPRequest is a client's write, forwarded whole from a follower to the
+// leader so that the leader's answer can be returned unchanged.
+type HTTPRequest struct {
+	Method     string
+	RequestURI string
+	Header     http.Header
+	Body       []byte
+	// From is the forwarding node's name, for logs.
+	From string
+}
+
+// HTTPResponse is the leader's answer to a forwarded request.
+type HTTPResponse struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Handler serves the node-to-node RPCs. Methods are called concurrently.
+type Handler interface {
+	// ForwardHTTP handles a write forwarded by a follower.
+	ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPResponse
+	// ReadIndex returns an index such that once the caller has applied it,
+	// its state reflects every write acknowledged before the call.
+	ReadIndex(ctx context.Context) (uint64, error)
+}
+
+// ErrNotLeader is returned by ReadIndex on a node that is not the leader.
+var ErrNotLeader = errors.New("not the leader")
+
+const (
+	rpcForward   = 1
+	rpcReadIndex = 2
+)
+
+type rpcRequest struct {
+	Kind    uint8
+	Forward *HTTPRequest
+	// Timeout is the caller's remaining budget, so the server gives up when
+	// the caller will.
+	Timeout time.Duration
+}
+
+type rpcResponse struct {
+	Forward   *HTTPResponse
+	Index     uint64
+	NotLeader bool
+	Err       string
+}
+
+func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
+	br := bufio.NewReader(c)
+	bw := bufio.NewWriter(c)
+	dec := gob.NewDecoder(br)
+	enc := gob.NewEncoder(bw)
+	for {
+		var req rpcRequest
+		if err := dec.Decode(&req); err != nil {
+			if !errors.Is(err, io.EOF) && !isClosed(err) {
+				logger.Debug("rpc connection ended", "remote", c.RemoteAddr(), "error", err)
+			}
+			return
+		}
+		timeout := req.Timeout
+		if timeout <= 0 || timeout > time.Minute {
+			timeout = time.Minute
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		var resp rpcResponse
+		switch req.Kind {
+		case rpcForward:
+			if req.Forward == nil {
+				resp.Err = "forward without request"
+				break
+			}
+			resp.Forward = h.ForwardHTTP(ctx, req.Forward)
+		case rpcReadIndex:
+			idx, err := h.ReadIndex(ctx)
+			resp.Index = idx
+			if errors.Is(err, ErrNotLeader) {
+				resp.NotLeader = true
+			} else if err != nil {
+				resp.Err = err.Error()
+			}
+		default:
+			resp.Err = fmt.Sprintf("unknown rpc kind %d", req.Kind)
+		}
+		cancel()
+		if err := enc.Encode(&resp); err != nil {
+			return
+		}
+		if err := bw.Flush(); err != nil {
+			return
+		}
+	}
+}
+
+func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// Client makes RPCs to peers over pooled connections.
+type Client struct {
+	mux *Mux
+	// idleTimeout drops pooled connections unused for this long; a peer
+	// that restarted leaves dead ones behind.
+	idleTimeout time.Duration
+
+	mu   sync.Mutex
+	idle map[string][]*clientConn
+}
+
+type clientConn struct {
+	c       net.Conn
+	enc     *gob.Encoder
+	dec     *gob.Decoder
+	bw      *bufio.Writer
+	lastUse time.Time
+}
+
+// NewClient returns a client that dials through m.
+func NewClient(m *Mux) *Client {
+	return &Client{mux: m, idleTimeout: 30 * time.Second, idle: map[string][]*clientConn{}}
+}
+
+// ErrUnknownOutcome means the request may or may not have been handled:
+// the connection failed after it was sent.
+var ErrUnknownOutcome = errors.New("peer connection failed after the request was sent")
+
+// Forward sends a write to the peer at addr and returns its answer. An
+// error wrapping ErrUnknownOutcome means the write may have been applied.
+func (cl *Client) Forward(ctx context.Context, addr string, req *HTTPRequest) (*HTTPResponse, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcForward, Forward: req})
+	if err != nil {
+		return nil, err
+	}
+	if resp.Err != "" {
+		return nil, errors.New(resp.Err)
+	}
+	return resp.Forward, nil
+}
+
+// ReadIndex asks the leader at addr for a read index.
+func (cl *Client) ReadIndex(ctx context.Context, addr string) (uint64, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcReadIndex})
+	if err != nil {
+		return 0, err
+	}
+	if resp.NotLeader {
+		return 0, ErrNotLeader
+	}
+	if resp.Err != "" {
+		return 0, errors.New(resp.Err)
+	}
+	return resp.Index, nil
+}
+
+func (cl *Client) call(ctx context.Context, addr string, req *rpcRequest) (*rpcResponse, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	req.Timeout = time.Until(deadline)
+	cc, err := cl.get(addr, time.Until(deadline))
+	if err != nil {
+		return nil, fmt.Errorf("dial peer %s: %w", addr, err)
+	}
+	_ = cc.c.SetDeadline(deadline)
+	// End the exchange early if the caller gives up.
+	stop := context.AfterFunc(ctx, func() { _ = cc.c.SetDeadline(time.Now()) })
+	defer stop()
+	if err := cc.enc.Encode(req); err != nil {
+		cc.c.Close()
+		return nil, fmt.Errorf("send to peer %s: %w", addr, err)
+	}
+	if err := cc.bw.Flush(); err != nil {
+		cc.c.Close()
+		return nil, fmt.Errorf("send to peer %s: %w", addr, err)
+	}
+	var resp rpcResponse
+	if err := cc.dec.Decode(&resp); err != nil {
+		cc.c.Close()
+		return nil, fmt.Errorf("%w: peer %s: %v", ErrUnknownOutcome, addr, err)
+	}
+	_ = cc.c.SetDeadline(time.Time{})
+	cl.put(addr, cc)
+	return &resp, nil
+}
+
+func (cl *Client) get(addr string, timeout time.Duration) (*clientConn, error) {
+	cl.mu.Lock()
+	for len(cl.idle[addr]) > 0 {
+		conns := cl.idle[addr]
+		cc := conns[len(conns)-1]
+		cl.idle[addr] = conns[:len(conns)-1]
+		if time.Since(cc.lastUse) < cl.idleTimeout && alive(cc.c) {
+			cl.mu.Unlock()
+			return cc, nil
+		}
+		cc.c.Close()
+	}
+	cl.mu.Unlock()
+	if timeout > 5*time.Second {
+		timeout = 5 * time.Second
+	}
+	c, err := cl.mux.dial(addr, connRPC, timeout)
+	if err != nil {
+		return nil, err
+	}
+	bw := bufio.NewWriter(c)
+	return &clientConn{c: c, enc: gob.NewEncoder(bw), dec: gob.NewDecoder(bufio.NewReader(c)), bw: bw}, nil
+}
+
+// alive tells whether an idle connection is still open. The peer has sent
+// nothing on it, so a non-blocking peek that would block means open, and EOF
+// or an error (reset) means the peer went away.
+func alive(c net.Conn) bool {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return false
+	}
+	open := false
+	_ = rc.Read(func(fd uintptr) bool {
+		var b [1]byte
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		open = n > 0 || errors.Is(err, syscall.EAGAIN)
+		return true
+	})
+	return open
+}
+
+const maxIdlePerPeer = 64
+
+func (cl *Client) put(addr string, cc *clientConn) {
+	cc.lastUse = time.Now()
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if len(cl.idle[addr]) >= maxIdlePerPeer {
+		cc.c.Close()
+		return
+	}
+	cl.idle[addr] = append(cl.idle[addr], cc)
+}
+
+// Close drops every pooled connection.
+func (cl *Client) Close() {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	for addr, conns := range cl.idle {
+		for _, cc := range conns {
+			cc.c.Close()
+		}
+		delete(cl.idle, addr)
+	}
+}
