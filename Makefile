@@ -1,0 +1,37 @@
+# leasehold — see shared/spec/CLI.md for the command-line contract.
+GO ?= go
+BIN := bin/leasehold
+
+.PHONY: all build cluster stop clean test bench fmt vet
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/leasehold
+
+cluster:
+	scripts/cluster.sh start
+	@echo
+	@echo "try: kubectl --server http://127.0.0.1:$$(( $${API_PORT_BASE:-7000} + 1 )) get leases -A"
+
+stop:
+	scripts/cluster.sh stop
+
+clean:
+	scripts/cluster.sh clean
+	rm -rf bin
+
+test:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Placeholder until the benchmark suite exists.
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fmt:
+	@files=$$(git ls-files '*.go'); \
+	if [ -n "$$files" ]; then gofmt -l -w $$files; fi
+
+vet:
+	$(GO) vet ./...

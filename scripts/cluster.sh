@@ -1,0 +1,449 @@
+#!/usr/bin/env bash
+# Manage a local three-node leasehold cluster (n1, n2, n3). See shared/spec/CLI.md.
+#
+#   scripts/cluster.sh start          build if needed, start n1..n3, wait for /readyz, print URLs and leader
+#   scripts/cluster.sh status         one line per node: name, pid, API URL, state, applied index
+#   scripts/cluster.sh kill NAME      SIGKILL that node
+#   scripts/cluster.sh restart NAME   start it again with the same flags (stopping it first if running)
+#   scripts/cluster.sh stop           SIGTERM all nodes and wait (SIGKILL after STOP_TIMEOUT)
+#   scripts/cluster.sh clean          stop and remove the data
+#
+# Environment:
+#   LEASEHOLD_DATA   data root, default <repo>/data/cluster; node nI uses $LEASEHOLD_DATA/nI/
+#                    (data dir nI/data, log nI/nI.log, pid file nI/nI.pid, start flags nI/nI.args)
+#   API_PORT_BASE    default 7000: node i serves its API on 127.0.0.1:API_PORT_BASE+i
+#   PEER_PORT_BASE   default 8000: node i uses 127.0.0.1:PEER_PORT_BASE+i for Raft
+#   LEASEHOLD_BIN    binary to run instead of building <repo>/bin/leasehold
+#   READY_TIMEOUT    seconds to wait for /readyz, default 30
+#   STOP_TIMEOUT     seconds to wait after SIGTERM before SIGKILL, default 15
+# Other LEASEHOLD_* variables (e.g. LEASEHOLD_LOG_LEVEL) reach the nodes as usual, except
+# LEASEHOLD_JOIN and LEASEHOLD_DEBUG_ADDR, which make no sense for three local nodes.
+#
+# The script only signals pids it recorded, and only while /proc/PID/cmdline (or ps) shows
+# that pid still runs with this node's --data-dir.
+
+set -euo pipefail
+
+NODES=(n1 n2 n3)
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PROG=$(basename "$0")
+
+die() { echo "$PROG: $*" >&2; exit 1; }
+say() { echo "$PROG: $*"; }
+
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+API_PORT_BASE=${API_PORT_BASE:-7000}
+PEER_PORT_BASE=${PEER_PORT_BASE:-8000}
+READY_TIMEOUT=${READY_TIMEOUT:-30}
+STOP_TIMEOUT=${STOP_TIMEOUT:-15}
+for v in API_PORT_BASE PEER_PORT_BASE READY_TIMEOUT STOP_TIMEOUT; do
+	is_uint "${!v}" || die "$v must be a whole number, got '${!v}'"
+done
+((API_PORT_BASE + ${#NODES[@]} <= 65535)) || die "API_PORT_BASE too large"
+((PEER_PORT_BASE + ${#NODES[@]} <= 65535)) || die "PEER_PORT_BASE too large"
+
+DATA=${LEASEHOLD_DATA:-$ROOT/data/cluster}
+[[ -n $DATA ]] || die "LEASEHOLD_DATA is empty"
+[[ $DATA == /* ]] || DATA=$PWD/$DATA
+DATA=${DATA%/}
+[[ -n $DATA ]] || die "refusing to use / as LEASEHOLD_DATA"
+
+BIN=${LEASEHOLD_BIN:-$ROOT/bin/leasehold}
+[[ $BIN == /* ]] || BIN=$PWD/$BIN
+
+CURL=(curl -sS --connect-timeout 1 --max-time 2)
+
+# ---------------------------------------------------------------- per-node values
+
+node_index() { # n2 -> 2
+	local n
+	for n in "${NODES[@]}"; do
+		if [[ $n == "$1" ]]; then
+			echo "${1#n}"
+			return 0
+		fi
+	done
+	return 1
+}
+check_node() { node_index "$1" >/dev/null || die "unknown node '$1' (want one of ${NODES[*]})"; }
+
+node_dir() { echo "$DATA/$1"; }
+data_dir() { echo "$DATA/$1/data"; }
+log_file() { echo "$DATA/$1/$1.log"; }
+pid_file() { echo "$DATA/$1/$1.pid"; }
+args_file() { echo "$DATA/$1/$1.args"; }
+api_port() { echo $((API_PORT_BASE + $(node_index "$1"))); }
+peer_port() { echo $((PEER_PORT_BASE + $(node_index "$1"))); }
+api_url() { echo "http://127.0.0.1:$(api_port "$1")"; }
+
+initial_cluster() { # byte-identical for every node, same order
+	local n out=""
+	for n in "${NODES[@]}"; do
+		out+="${out:+,}$n=127.0.0.1:$(peer_port "$n")"
+	done
+	echo "$out"
+}
+
+# ---------------------------------------------------------------- processes
+
+# cmdline PID: the process's arguments, one per line; fails if the process is gone
+# (a zombie has an empty cmdline and counts as gone).
+cmdline() {
+	local pid=$1
+	if [[ -r /proc/$pid/cmdline ]]; then
+		local c
+		c=$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null) || return 1
+		[[ -n $c ]] || return 1
+		printf '%s\n' "$c"
+	elif [[ ! -d /proc/self ]]; then # no procfs (e.g. macOS): ps, split on spaces
+		local c
+		c=$(ps -o command= -p "$pid" 2>/dev/null) || return 1
+		[[ -n $c ]] || return 1
+		# shellcheck disable=SC2086 # split on spaces on purpose
+		printf '%s\n' $c
+	else
+		return 1
+	fi
+}
+
+# node_pid NAME: prints the recorded pid if that process is alive and is this node's
+# leasehold (its arguments include --data-dir=<this node's data dir>).
+node_pid() {
+	local f pid
+	f=$(pid_file "$1")
+	[[ -f $f ]] || return 1
+	pid=$(head -n 1 "$f" 2>/dev/null) || return 1
+	is_uint "$pid" && ((pid > 1)) || return 1
+	cmdline "$pid" | grep -Fxq -- "--data-dir=$(data_dir "$1")" || return 1
+	echo "$pid"
+}
+
+port_in_use() { # connect test with bash's /dev/tcp
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# ---------------------------------------------------------------- HTTP
+
+http_code() { # URL -> HTTP status code, 000 when unreachable
+	"${CURL[@]}" -o /dev/null -w '%{http_code}' "$1" 2>/dev/null || true
+}
+
+cluster_status() { # NAME -> /cluster/status JSON on one line, fails when unreachable
+	local body
+	body=$("${CURL[@]}" -f "$(api_url "$1")/cluster/status" 2>/dev/null) || return 1
+	printf '%s' "$body" | tr -d '\n\r'
+}
+
+# json_str KEY: first "KEY":"value" in stdin. json_num KEY: first "KEY":number.
+json_str() { grep -o "\"$1\"[[:space:]]*:[[:space:]]*\"[^\"]*\"" | head -n 1 | sed 's/.*:[[:space:]]*"\(.*\)"$/\1/'; }
+json_num() { grep -o "\"$1\"[[:space:]]*:[[:space:]]*[0-9][0-9]*" | head -n 1 | sed 's/.*:[[:space:]]*//'; }
+
+# top-level fields: cut out the nested leader object and members array first
+json_top() { sed -e 's/"leader"[[:space:]]*:[[:space:]]*{[^}]*}//' -e 's/"members"[[:space:]]*:[[:space:]]*\[[^]]*\]//'; }
+status_state() { printf '%s' "$1" | json_top | json_str state; }
+status_name() { printf '%s' "$1" | json_top | json_str name; }
+status_applied() { printf '%s' "$1" | json_top | json_num appliedIndex; }
+status_leader() { # leader name, empty when "leader": null
+	printf '%s' "$1" | grep -o '"leader"[[:space:]]*:[[:space:]]*{[^}]*}' | head -n 1 | json_str name
+}
+
+leader_name() { # asks every live node, prints the first known leader
+	local n s l
+	for n in "${NODES[@]}"; do
+		s=$(cluster_status "$n") || continue
+		l=$(status_leader "$s")
+		if [[ -n $l ]]; then
+			echo "$l"
+			return 0
+		fi
+	done
+	return 1
+}
+
+# ---------------------------------------------------------------- build
+
+# build_if_needed [missing-only]
+build_if_needed() {
+	if [[ -n ${LEASEHOLD_BIN:-} ]]; then
+		[[ -x $BIN ]] || die "LEASEHOLD_BIN=$LEASEHOLD_BIN is not an executable file"
+		return 0
+	fi
+	local newer=""
+	[[ ${1:-} == missing-only && -x $BIN ]] && return 0
+	if [[ -x $BIN ]]; then
+		newer=$(find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/data" -o -path "$ROOT/bin" -o -path "$DATA" \) -prune \
+			-o \( -name '*.go' -o -name go.mod -o -name go.sum \) -newer "$BIN" -print 2>/dev/null | head -n 1)
+		[[ -n $newer ]] || return 0
+	fi
+	say "building $BIN${newer:+ ($newer changed)}"
+	(cd "$ROOT" && go build -o "$BIN" ./cmd/leasehold) || die "go build failed"
+}
+
+# ---------------------------------------------------------------- start / stop
+
+node_args() { # the flags a node starts with, one per line
+	local n=$1
+	printf '%s\n' \
+		"--name=$n" \
+		"--data-dir=$(data_dir "$n")" \
+		"--api-addr=127.0.0.1:$(api_port "$n")" \
+		"--peer-addr=127.0.0.1:$(peer_port "$n")" \
+		"--initial-cluster=$(initial_cluster)"
+}
+
+# launch NAME ARGSFILE: start the node in its own session, record its pid.
+launch() {
+	local n=$1 argsf=$2 pidf log p line args=()
+	pidf=$(pid_file "$n")
+	log=$(log_file "$n")
+	while IFS= read -r line; do
+		if [[ -n $line ]]; then args+=("$line"); fi
+	done <"$argsf"
+	((${#args[@]} > 0)) || die "$argsf is empty"
+	grep -Fxq -- "--data-dir=$(data_dir "$n")" "$argsf" || die "$argsf does not hold --data-dir=$(data_dir "$n")"
+
+	for p in "${args[@]}"; do
+		case $p in
+		--api-addr=* | --peer-addr=*)
+			if port_in_use "${p##*:}"; then
+				die "cannot start $n: 127.0.0.1:${p##*:} is already in use by another process"
+			fi
+			;;
+		esac
+	done
+
+	mkdir -p "$(data_dir "$n")"
+	rm -f "$pidf"
+	echo "=== $(date '+%Y-%m-%dT%H:%M:%S%z') $PROG: starting $n: $BIN ${args[*]}" >>"$log"
+	# The inner shell writes its own pid and execs the binary, so the recorded pid is the
+	# leasehold process itself. setsid puts it in its own session and process group, so it
+	# outlives this script and its terminal.
+	local runner=(nohup)
+	command -v setsid >/dev/null 2>&1 && runner=(setsid)
+	# shellcheck disable=SC2016 # $$ and "$@" belong to the inner shell
+	env -u LEASEHOLD_JOIN -u LEASEHOLD_DEBUG_ADDR \
+		"${runner[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' leasehold-launch "$pidf" "$BIN" "${args[@]}" \
+		</dev/null >>"$log" 2>&1 &
+	local i
+	for ((i = 0; i < 50; i++)); do
+		[[ -s $pidf ]] && break
+		sleep 0.1
+	done
+	[[ -s $pidf ]] || die "$n did not record a pid in $pidf"
+}
+
+# wait_ready NAME... : until every node answers 200 on /readyz (bounded by READY_TIMEOUT)
+wait_ready() {
+	local deadline=$((SECONDS + READY_TIMEOUT)) pending=("$@") n still code s name
+	while ((${#pending[@]} > 0)); do
+		still=()
+		for n in "${pending[@]}"; do
+			if ! node_pid "$n" >/dev/null; then
+				fail_node "$n" "exited while starting"
+			fi
+			code=$(http_code "$(api_url "$n")/readyz")
+			if [[ $code == 200 ]]; then
+				# make sure it is our node that answers on that port
+				if s=$(cluster_status "$n"); then
+					name=$(status_name "$s")
+					[[ -z $name || $name == "$n" ]] || fail_node "$n" "$(api_url "$n") answers as '$name', not $n"
+				fi
+			else
+				still+=("$n")
+			fi
+		done
+		pending=("${still[@]+"${still[@]}"}")
+		((${#pending[@]} > 0)) || break
+		if ((SECONDS >= deadline)); then
+			for n in "${pending[@]}"; do
+				echo "$PROG: $n ($(api_url "$n")) not ready after ${READY_TIMEOUT}s: $("${CURL[@]}" "$(api_url "$n")/readyz" 2>&1 | head -c 300)" >&2
+				echo "--- last lines of $(log_file "$n"):" >&2
+				tail -n 20 "$(log_file "$n")" >&2 2>/dev/null || true
+			done
+			echo "$PROG: nodes that did start are left running; '$PROG stop' stops them" >&2
+			exit 1
+		fi
+		sleep 0.3
+	done
+}
+
+fail_node() {
+	echo "$PROG: $1: $2" >&2
+	echo "--- last lines of $(log_file "$1"):" >&2
+	tail -n 20 "$(log_file "$1")" >&2 2>/dev/null || true
+	echo "$PROG: nodes that did start are left running; '$PROG stop' stops them" >&2
+	exit 1
+}
+
+print_summary() {
+	local n pid
+	for n in "${NODES[@]}"; do
+		pid=$(node_pid "$n") || pid=-
+		echo "$n  $(api_url "$n")  pid $pid  log $(log_file "$n")"
+	done
+	echo "leader: $(leader_name || echo unknown)"
+}
+
+cmd_start() {
+	build_if_needed
+	local n pid started=()
+	for n in "${NODES[@]}"; do
+		if pid=$(node_pid "$n"); then
+			say "$n already running (pid $pid)"
+			continue
+		fi
+		mkdir -p "$(node_dir "$n")"
+		node_args "$n" >"$(args_file "$n")"
+		launch "$n" "$(args_file "$n")"
+		started+=("$n")
+	done
+	((${#started[@]} == 0)) || say "started ${started[*]}; waiting up to ${READY_TIMEOUT}s for /readyz"
+	wait_ready "${NODES[@]}"
+	print_summary
+}
+
+cmd_restart() {
+	local n=$1 pid
+	check_node "$n"
+	if pid=$(node_pid "$n"); then
+		say "$n is running (pid $pid), stopping it first"
+		stop_nodes "$n"
+	fi
+	build_if_needed missing-only # same binary as the running cluster unless it is gone
+	mkdir -p "$(node_dir "$n")"
+	# same flags as the last start; fresh ones if it never started
+	[[ -s $(args_file "$n") ]] || node_args "$n" >"$(args_file "$n")"
+	launch "$n" "$(args_file "$n")"
+	wait_ready "$n"
+	pid=$(node_pid "$n") || pid=-
+	echo "$n  $(api_url "$n")  pid $pid  ready; leader: $(leader_name || echo unknown)"
+}
+
+cmd_kill() {
+	local n=$1 pid i
+	check_node "$n"
+	pid=$(node_pid "$n") || die "$n is not running"
+	kill -KILL "$pid"
+	for ((i = 0; i < 50; i++)); do
+		node_pid "$n" >/dev/null || break
+		sleep 0.1
+	done
+	node_pid "$n" >/dev/null && die "$n (pid $pid) still alive after SIGKILL"
+	rm -f "$(pid_file "$n")"
+	say "killed $n (pid $pid)"
+}
+
+# stop_nodes NAME...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL what is left
+stop_nodes() {
+	local n pid running=() left deadline=$((SECONDS + STOP_TIMEOUT))
+	for n in "$@"; do
+		if pid=$(node_pid "$n"); then
+			kill -TERM "$pid" 2>/dev/null || true
+			running+=("$n")
+		else
+			rm -f "$(pid_file "$n")"
+		fi
+	done
+	((${#running[@]} > 0)) || return 0
+	say "sent SIGTERM to ${running[*]}"
+	while :; do
+		left=()
+		for n in "${running[@]}"; do
+			node_pid "$n" >/dev/null && left+=("$n")
+		done
+		((${#left[@]} > 0)) || break
+		if ((SECONDS >= deadline)); then
+			for n in "${left[@]}"; do
+				if pid=$(node_pid "$n"); then
+					echo "$PROG: $n (pid $pid) did not exit within ${STOP_TIMEOUT}s of SIGTERM; sending SIGKILL" >&2
+					kill -KILL "$pid" 2>/dev/null || true
+				fi
+			done
+			sleep 0.5
+			break
+		fi
+		sleep 0.2
+	done
+	for n in "${running[@]}"; do
+		node_pid "$n" >/dev/null || rm -f "$(pid_file "$n")"
+	done
+	say "stopped ${running[*]}"
+}
+
+cmd_stop() {
+	local n any=0
+	for n in "${NODES[@]}"; do
+		node_pid "$n" >/dev/null && any=1
+	done
+	if ((any == 0)); then
+		say "no node running"
+		for n in "${NODES[@]}"; do rm -f "$(pid_file "$n")"; done
+		return 0
+	fi
+	stop_nodes "${NODES[@]}"
+	for n in "${NODES[@]}"; do
+		if pid=$(node_pid "$n"); then
+			die "$n (pid $pid) is still running"
+		fi
+	done
+}
+
+cmd_clean() {
+	cmd_stop
+	if [[ ! -e $DATA ]]; then
+		say "nothing to remove at $DATA"
+		return 0
+	fi
+	[[ -d $DATA ]] || die "$DATA is not a directory"
+	case $DATA in
+	/ | "$HOME" | "$ROOT" | "$ROOT/data") die "refusing to remove $DATA" ;;
+	esac
+	local n
+	for n in "${NODES[@]}"; do
+		rm -rf -- "${DATA:?}/$n"
+	done
+	# remove the root itself only when nothing else lives in it
+	if rmdir -- "$DATA" 2>/dev/null; then
+		say "removed $DATA"
+	else
+		say "removed ${NODES[*]} from $DATA; left the directory because it holds other files"
+	fi
+}
+
+cmd_status() {
+	local n pid s state applied
+	for n in "${NODES[@]}"; do
+		state=down applied=-
+		if pid=$(node_pid "$n"); then
+			if s=$(cluster_status "$n"); then
+				state=$(status_state "$s")
+				applied=$(status_applied "$s")
+				state=${state:-unknown} applied=${applied:--}
+			else
+				state=unreachable
+			fi
+		else
+			pid=-
+		fi
+		printf '%-3s pid=%-8s %-22s state=%-11s applied=%s\n' "$n" "$pid" "$(api_url "$n")" "$state" "$applied"
+	done
+}
+
+usage() {
+	sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+case ${1:-} in
+start) (($# == 1)) || die "usage: $PROG start"; cmd_start ;;
+status) (($# == 1)) || die "usage: $PROG status"; cmd_status ;;
+kill) (($# == 2)) || die "usage: $PROG kill NAME"; cmd_kill "$2" ;;
+restart) (($# == 2)) || die "usage: $PROG restart NAME"; cmd_restart "$2" ;;
+stop) (($# == 1)) || die "usage: $PROG stop"; cmd_stop ;;
+clean) (($# == 1)) || die "usage: $PROG clean"; cmd_clean ;;
+-h | --help | help) usage ;;
+*)
+	usage >&2
+	exit 2
+	;;
+esac
