@@ -231,6 +231,9 @@ func (n *Node) SetForwardHandler(f ForwardFunc) { n.forward.Store(&f) }
 // IsLeader reports whether this node believes it is the leader.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// CommitIndex is Raft's commit index as this node knows it.
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
 // Leader returns the known leader's name and peer address ("" if none).
 func (n *Node) Leader() (name, addr string) {
 	a, id := n.raft.LeaderWithID()
@@ -519,14 +522,21 @@ func (n *Node) watchReadiness() {
 
 // Close leaves the cluster gracefully: it hands leadership over if it has
 // it, then stops Raft and the transport.
-func (n *Node) Close() error {
+func (n *Node) Close() error { return n.shutdown(true) }
+
+// shutdownHard stops the node the way a crash would look to its peers: no
+// leadership transfer, the others notice only by missing heartbeats. Tests
+// use it.
+func (n *Node) shutdownHard() error { return n.shutdown(false) }
+
+func (n *Node) shutdown(transfer bool) error {
 	n.closeMu.Lock()
 	defer n.closeMu.Unlock()
 	if n.closed {
 		return nil
 	}
 	n.closed = true
-	if n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
+	if transfer && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
 		if err := n.raft.LeadershipTransfer().Error(); err != nil {
 			n.logger.Warn("leadership transfer failed", "error", err)
 		}

@@ -30,7 +30,11 @@ type Types map[string]func() StoredObject
 // DefaultTypes are the resources leasehold stores.
 func DefaultTypes() Types {
 	return Types{
-		"leases": func() StoredObject { return &coordinationv1.Lease{} },
+		// Stored objects carry their kind, so encoders never have to set
+		// it on an object that readers share.
+		"leases": func() StoredObject {
+			return &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: coordinationv1.SchemeGroupVersion.String()}}
+		},
 	}
 }
 

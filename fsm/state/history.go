@@ -87,15 +87,37 @@ func (h *History) since(rv uint64) []Event {
 	return out
 }
 
-// EventsSince returns the events with RV > rv up to the applied index, and
-// that index. ok is false when events after rv have already left the
-// history, so the caller cannot resume from rv without a gap; oldest is then
-// the oldest RV that can still be resumed from.
-func (s *Store) EventsSince(rv uint64) (evs []Event, applied uint64, ok bool, oldest uint64) {
+// Since is the answer of EventsSince.
+type Since struct {
+	// Events are those with RV > the asked rv, oldest first, up to Applied.
+	Events  []Event
+	Applied uint64
+	// Expired is set when events after the asked rv have left the history,
+	// so resuming from it would leave a gap; Oldest is then the oldest RV
+	// that can still be resumed from.
+	Expired bool
+	Oldest  uint64
+	// Generation changes when a snapshot install replaced the state: a
+	// reader that started in another generation cannot trust the history.
+	Generation uint64
+}
+
+// EventsSince returns the events with RV > rv up to the applied index.
+func (s *Store) EventsSince(rv uint64) Since {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := Since{Applied: s.applied, Oldest: s.history.dropped, Generation: s.generation}
 	if rv < s.history.dropped {
-		return nil, s.applied, false, s.history.dropped
+		out.Expired = true
+		return out
 	}
-	return s.history.since(rv), s.applied, true, s.history.dropped
+	out.Events = s.history.since(rv)
+	return out
+}
+
+// Generation counts the snapshot installs that replaced the state.
+func (s *Store) Generation() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.generation
 }

@@ -106,13 +106,17 @@ func New(cfg Config) *Store {
 		}
 	}
 	db := mustNewDB()
-	return &Store{
+	s := &Store{
 		db:        db,
 		published: db.Snapshot(),
 		advanced:  make(chan struct{}),
 		history:   newHistory(cfg.HistoryEvents),
 		snaps:     newSnapRing(cfg.ListSnapshots),
 	}
+	// The empty state is the view at index 0 and stands for the entries
+	// before the first change, as Replace seeds the ring with its state.
+	s.snaps.add(0, s.published)
+	return s
 }
 
 func mustNewDB() *memdb.MemDB {
@@ -158,14 +162,16 @@ func (s *Store) Changed() <-chan struct{} {
 // Snapshot is a consistent read view at one applied index.
 type Snapshot struct {
 	Index uint64
-	txn   *memdb.Txn
+	// Generation is the store's generation the view belongs to.
+	Generation uint64
+	txn        *memdb.Txn
 }
 
 // Snapshot returns a read view of the latest applied state.
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Snapshot{Index: s.applied, txn: s.published.Txn(false)}
+	return &Snapshot{Index: s.applied, Generation: s.generation, txn: s.published.Txn(false)}
 }
 
 // SnapshotAt returns the read view at exactly index idx, if it is still
@@ -178,13 +184,13 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 		return nil, false
 	}
 	if idx == s.applied {
-		return &Snapshot{Index: idx, txn: s.published.Txn(false)}, true
+		return &Snapshot{Index: idx, Generation: s.generation, txn: s.published.Txn(false)}, true
 	}
 	db, ok := s.snaps.at(idx)
 	if !ok {
 		return nil, false
 	}
-	return &Snapshot{Index: idx, txn: db.Txn(false)}, true
+	return &Snapshot{Index: idx, Generation: s.generation, txn: db.Txn(false)}, true
 }
 
 // Get returns the object under k, or nil.

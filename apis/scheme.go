@@ -1,0 +1,42 @@
+// Package apis holds the API types leasehold serves and the scheme and
+// codecs that encode them on the wire.
+package apis
+
+import (
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+)
+
+// Group is the API group leasehold serves.
+const Group = "coordination.k8s.io"
+
+var (
+	// Scheme knows every type that crosses the wire.
+	Scheme = runtime.NewScheme()
+	// Codecs are the JSON, YAML and protobuf serializers over Scheme.
+	Codecs = serializer.NewCodecFactory(Scheme)
+	// ParameterCodec turns query parameters into option structs.
+	ParameterCodec = runtime.NewParameterCodec(Scheme)
+)
+
+func init() {
+	// Status, WatchEvent and the discovery types live in the core v1 group
+	// on the wire, as client-go expects them.
+	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
+	utilruntimeMust(coordinationv1.AddToScheme(Scheme))
+	// Option bodies may name meta.k8s.io/v1 (kubectl's DeleteOptions), and
+	// Tables and partial metadata live there.
+	Scheme.AddUnversionedTypes(metav1.SchemeGroupVersion,
+		&metav1.ListOptions{}, &metav1.GetOptions{}, &metav1.DeleteOptions{},
+		&metav1.CreateOptions{}, &metav1.UpdateOptions{}, &metav1.PatchOptions{})
+	utilruntimeMust(metav1.AddMetaToScheme(Scheme))
+}
+
+func utilruntimeMust(err error) {
+	if err != nil {
+		panic(err)
+	}
+}

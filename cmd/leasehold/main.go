@@ -1,0 +1,199 @@
+// Command leasehold runs one node of a leasehold cluster: a Raft-replicated
+// store serving the Kubernetes coordination.k8s.io API.
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/httpapi"
+	"github.com/leasehold/leasehold/registry"
+	"github.com/leasehold/leasehold/transport"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
+}
+
+// shutdownTimeout bounds a graceful stop; CLI.md promises exit within 10 s.
+const shutdownTimeout = 8 * time.Second
+
+func run(args, env []string, stdout, stderr io.Writer) int {
+	cfg, err := ParseConfig(args, env, stdout)
+	if errors.Is(err, errHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "leasehold: "+err.Error())
+		return 2
+	}
+	if cfg.ClientCAFile != "" || cfg.TokenAuthFile != "" {
+		fmt.Fprintln(stderr, "leasehold: --client-ca-file and --token-auth-file are not supported yet")
+		return 2
+	}
+	logger := hclog.New(&hclog.LoggerOptions{
+		Name:   "leasehold",
+		Level:  hclog.LevelFromString(cfg.LogLevel),
+		Output: stderr,
+	}).With("name", cfg.Name)
+	if err := serve(cfg, logger); err != nil {
+		logger.Error("exiting", "error", err)
+		return 1
+	}
+	return 0
+}
+
+func serve(cfg Config, logger hclog.Logger) error {
+	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, Logger: logger.Named("transport")})
+	if err != nil {
+		return err
+	}
+	peers := make([]cluster.Peer, len(cfg.InitialCluster))
+	for i, p := range cfg.InitialCluster {
+		peers[i] = cluster.Peer{Name: p.Name, Addr: p.Addr}
+	}
+	node, err := cluster.New(cluster.Config{
+		Name:              cfg.Name,
+		DataDir:           cfg.DataDir,
+		InitialCluster:    peers,
+		Join:              cfg.Join != "",
+		SnapshotThreshold: cfg.SnapshotThreshold,
+		SnapshotInterval:  cfg.SnapshotInterval,
+		TrailingLogs:      cfg.TrailingLogs,
+		HeartbeatTimeout:  cfg.HeartbeatTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		Logger:            logger,
+	}, mux)
+	if err != nil {
+		mux.Close()
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	api := httpapi.New(httpapi.Config{
+		Node:         node,
+		Store:        registry.New(node),
+		Logger:       logger.Named("api"),
+		Gatherer:     reg,
+		WriteTimeout: cfg.WriteTimeout,
+	})
+
+	// Cancelling baseCtx ends every request still running, watches
+	// included, so that shutdown does not wait for them.
+	baseCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv := &http.Server{
+		Handler:           api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return baseCtx },
+		ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		node.Close()
+		return fmt.Errorf("listen on API address %s: %w", cfg.APIAddr, err)
+	}
+	if cfg.TLSCertFile != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSPrivateKeyFile)
+		if err != nil {
+			ln.Close()
+			node.Close()
+			return fmt.Errorf("load TLS key pair: %w", err)
+		}
+		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("serving", "api", cfg.APIAddr, "peer", cfg.PeerAddr, "data", cfg.DataDir)
+
+	var debugSrv *http.Server
+	if cfg.DebugAddr != "" {
+		debugSrv = startDebug(cfg.DebugAddr, logger)
+	}
+	if cfg.Join != "" {
+		go join(baseCtx, cfg, node, logger)
+	}
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case sig := <-sigs:
+		logger.Info("shutting down", "signal", sig.String())
+	case err := <-serveErr:
+		logger.Error("API server failed", "error", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	cancelRequests()
+	_ = srv.Shutdown(ctx)
+	if debugSrv != nil {
+		_ = debugSrv.Shutdown(ctx)
+	}
+	return node.Close()
+}
+
+// join asks the member at cfg.Join to add this node, until it succeeds or
+// the node already belongs to a cluster with a leader.
+func join(ctx context.Context, cfg Config, node *cluster.Node, logger hclog.Logger) {
+	body, _ := json.Marshal(map[string]string{"name": cfg.Name, "peerAddr": cfg.PeerAddr})
+	url := strings.TrimSuffix(cfg.Join, "/") + "/cluster/join"
+	for attempt := 1; attempt <= 60; attempt++ {
+		if name, _ := node.Leader(); name != "" {
+			return
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				logger.Info("joined the cluster", "via", cfg.Join)
+				return
+			}
+			err = fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(msg)))
+		}
+		logger.Warn("join failed, retrying", "via", cfg.Join, "attempt", attempt, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+	logger.Error("giving up joining the cluster", "via", cfg.Join)
+}
+
+func startDebug(addr string, logger hclog.Logger) *http.Server {
+	m := http.NewServeMux()
+	m.HandleFunc("/debug/pprof/", pprof.Index)
+	m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: addr, Handler: m, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("debug server failed", "error", err)
+		}
+	}()
+	return srv
+}

@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"encoding/hex"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/leasehold/leasehold/apis"
+)
+
+const (
+	mediaJSON     = runtime.ContentTypeJSON
+	mediaYAML     = runtime.ContentTypeYAML
+	mediaProtobuf = runtime.ContentTypeProtobuf
+)
+
+// acceptedMediaTypes is how kube-apiserver lists what it speaks in 406 and
+// 415 answers.
+var acceptedMediaTypes = []string{mediaJSON, mediaYAML, mediaProtobuf}
+
+func serializerFor(mediaType string) (runtime.SerializerInfo, bool) {
+	for _, info := range apis.Codecs.SupportedMediaTypes() {
+		if info.MediaType == mediaType {
+			return info, true
+		}
+	}
+	return runtime.SerializerInfo{}, false
+}
+
+// output is the negotiated response encoding.
+type output struct {
+	info   runtime.SerializerInfo
+	pretty bool
+}
+
+func (o output) encoder() runtime.Encoder {
+	if o.pretty && o.info.PrettySerializer != nil {
+		return o.info.PrettySerializer
+	}
+	return o.info.Serializer
+}
+
+// negotiate picks the response encoding from Accept: the first entry the
+// server can produce wins. It fails with 406 when none fits.
+func negotiate(r *http.Request) (output, error) {
+	pretty := wantPretty(r)
+	accept := r.Header.Get("Accept")
+	if strings.TrimSpace(accept) == "" {
+		info, _ := serializerFor(mediaJSON)
+		return output{info: info, pretty: pretty}, nil
+	}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		if params["as"] != "" {
+			// Transformations (Table, PartialObjectMetadata) are not served.
+			continue
+		}
+		switch mt {
+		case "*/*", "application/*":
+			mt = mediaJSON
+		}
+		if info, ok := serializerFor(mt); ok {
+			return output{info: info, pretty: pretty}, nil
+		}
+	}
+	info, _ := serializerFor(mediaJSON)
+	o := output{info: info, pretty: pretty}
+	return o, &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: " + strings.Join(acceptedMediaTypes, ", "),
+	}}
+}
+
+// wantPretty follows kube-apiserver: ?pretty, or a user agent that is a
+// person's tool.
+func wantPretty(r *http.Request) bool {
+	if v := r.URL.Query().Get("pretty"); v != "" {
+		b, err := strconv.ParseBool(v)
+		return err == nil && b
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl") || strings.HasPrefix(ua, "Wget") || strings.HasPrefix(ua, "Mozilla/5.0")
+}
+
+// write encodes obj with the negotiated encoding.
+func (o output) write(w http.ResponseWriter, code int, obj runtime.Object) {
+	w.Header().Set("Content-Type", o.info.MediaType)
+	w.WriteHeader(code)
+	if err := o.encoder().Encode(obj, w); err != nil {
+		// Headers are gone; all that is left is to stop.
+		return
+	}
+}
+
+// input is a request body's decoder, chosen by Content-Type.
+type input struct {
+	info runtime.SerializerInfo
+}
+
+func unsupportedMediaType() error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusUnsupportedMediaType, Reason: metav1.StatusReasonUnsupportedMediaType,
+		Message: "the body of the request was in an unknown format - accepted media types include: " + strings.Join(acceptedMediaTypes, ", "),
+	}}
+}
+
+// bodyInput picks the body decoder; an empty Content-Type means JSON.
+func bodyInput(r *http.Request) (input, error) {
+	ct := r.Header.Get("Content-Type")
+	mt := mediaJSON
+	if ct != "" {
+		var err error
+		if mt, _, err = mime.ParseMediaType(ct); err != nil {
+			return input{}, unsupportedMediaType()
+		}
+	}
+	info, ok := serializerFor(mt)
+	if !ok {
+		return input{}, unsupportedMediaType()
+	}
+	return input{info: info}, nil
+}
+
+// maxBodyBytes is kube-apiserver's request body limit.
+const maxBodyBytes = 3 * 1024 * 1024
+
+func readBody(r *http.Request) ([]byte, error) {
+	if r.Body == nil {
+		return nil, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(r.Body, maxBodyBytes+1))
+	if err != nil {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("failed to read the request body: %v", err))
+	}
+	if len(b) > maxBodyBytes {
+		return nil, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("limit is %d", maxBodyBytes))
+	}
+	return b, nil
+}
+
+// decodeStrict decodes body into into, defaulting its kind to gvk. It
+// returns the strict-decoding problems (unknown and duplicate fields)
+// separately so the caller can apply fieldValidation.
+func (in input) decode(body []byte, gvk schema.GroupVersionKind, into runtime.Object) (runtime.Object, []error, error) {
+	dec := in.info.Serializer
+	if in.info.StrictSerializer != nil {
+		dec = in.info.StrictSerializer
+	}
+	obj, actual, err := dec.Decode(body, &gvk, into)
+	var strict []error
+	if err != nil {
+		if se, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
+			strict = se.Errors()
+			err = nil
+		}
+	}
+	if err != nil {
+		return nil, nil, transformDecodeError(err, gvk.Kind, actual, body)
+	}
+	if actual != nil && actual.GroupVersion() != gvk.GroupVersion() {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", actual.GroupVersion(), gvk.GroupVersion()))
+	}
+	if actual != nil && actual.Kind != gvk.Kind {
+		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the object kind does not match", actual.Kind, actual.Version, gvk.Kind))
+	}
+	return obj, strict, nil
+}
+
+// transformDecodeError words a decode failure as kube-apiserver does.
+func transformDecodeError(err error, kind string, actual *schema.GroupVersionKind, body []byte) error {
+	if actual != nil && actual.Kind != "" {
+		return apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v", actual.Kind, actual.Version, kind, err))
+	}
+	return apierrors.NewBadRequest(fmt.Sprintf("the object provided is unrecognized (must be of type %s): %v (%s)", kind, err, summarizeData(body, 30)))
+}
+
+func summarizeData(data []byte, maxLength int) string {
+	switch {
+	case len(data) == 0:
+		return "<empty>"
+	case data[0] == '{':
+		if len(data) > maxLength {
+			return string(data[:maxLength]) + " ..."
+		}
+		return string(data)
+	default:
+		if len(data) > maxLength {
+			return hex.EncodeToString(data[:maxLength]) + " ..."
+		}
+		return hex.EncodeToString(data)
+	}
+}

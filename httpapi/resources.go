@@ -1,0 +1,385 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/fsm"
+	"github.com/leasehold/leasehold/registry"
+)
+
+// requestContext bounds a request that has no deadline of its own by the
+// `timeout` query parameter, as clients send it.
+func requestContext(req *http.Request) (context.Context, context.CancelFunc) {
+	if t := req.URL.Query().Get("timeout"); t != "" {
+		if d, err := time.ParseDuration(t); err == nil && d > 0 {
+			return context.WithTimeout(req.Context(), d)
+		}
+	}
+	return context.WithCancel(req.Context())
+}
+
+func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	var o metav1.GetOptions
+	if err := decodeQuery(req, &o); err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	obj, err := s.store.Get(ctx, res, ns, name, registry.ReadOptions{ResourceVersion: o.ResourceVersion})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out.write(w, http.StatusOK, obj)
+}
+
+func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	raw, lo, err := parseListOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	if raw.Watch {
+		s.watch(w, req, out, res, ns, raw, lo)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	list, err := s.store.List(ctx, res, ns, lo)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out.write(w, http.StatusOK, list)
+}
+
+// decodeObject decodes a create or update body and applies fieldValidation
+// to unknown and duplicate fields.
+func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *registry.Resource, validation string) (fsm.StoredObject, error) {
+	in, err := bodyInput(req)
+	if err != nil {
+		return nil, err
+	}
+	body, err := readBody(req)
+	if err != nil {
+		return nil, err
+	}
+	gvk := res.GroupVersionKind()
+	obj, strict, err := in.decode(body, gvk, res.New())
+	if err != nil {
+		return nil, err
+	}
+	if len(strict) > 0 {
+		switch validation {
+		case metav1.FieldValidationStrict:
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: %v",
+				gvk.Kind, gvk.Version, gvk.Kind, runtime.NewStrictDecodingError(strict)))
+		case metav1.FieldValidationIgnore:
+		default:
+			warnings(w, errorStrings(strict))
+		}
+	}
+	stored, ok := obj.(fsm.StoredObject)
+	if !ok {
+		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is not a %s", gvk.Kind))
+	}
+	return stored, nil
+}
+
+func errorStrings(errs []error) []string {
+	out := make([]string, len(errs))
+	for i, e := range errs {
+		out[i] = e.Error()
+	}
+	return out
+}
+
+// checkNamespace defaults the object's namespace to the URL's and refuses a
+// different one.
+func checkNamespace(obj fsm.StoredObject, ns string) error {
+	switch obj.GetNamespace() {
+	case "":
+		obj.SetNamespace(ns)
+	case ns:
+	default:
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
+}
+
+func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	q, err := parseCreateOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	obj, err := s.decodeObject(w, req, res, q.fieldValidation)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	if err := checkNamespace(obj, ns); err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	created, err := s.store.Create(ctx, res, obj, registry.WriteOptions{DryRun: q.dryRun})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out.write(w, http.StatusCreated, created)
+}
+
+func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	q, err := parseUpdateOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	obj, err := s.decodeObject(w, req, res, q.fieldValidation)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	if obj.GetName() != name {
+		s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name)))
+		return
+	}
+	if err := checkNamespace(obj, ns); err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	updated, created, err := s.store.Update(ctx, res, ns, name, obj, registry.WriteOptions{DryRun: q.dryRun})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	out.write(w, code, updated)
+}
+
+// maxJSONPatchOperations is kube-apiserver's bound on a JSON patch.
+const maxJSONPatchOperations = 10000
+
+func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	pt := types.PatchType(mt)
+	switch pt {
+	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	default:
+		// kube-apiserver's router answers this, in plain text.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusUnsupportedMediaType)
+		_, _ = w.Write([]byte("415: Unsupported Media Type"))
+		return
+	}
+	q, err := parsePatchOptions(req, false)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	patchBytes, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	var jsonPatch jsonpatch.Patch
+	if pt == types.JSONPatchType {
+		if jsonPatch, err = jsonpatch.DecodePatch(patchBytes); err != nil {
+			s.writeError(w, req, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		if len(jsonPatch) > maxJSONPatchOperations {
+			s.writeError(w, req, apierrors.NewRequestEntityTooLargeError(fmt.Sprintf("The allowed maximum operations in a JSON patch is %d, got %d", maxJSONPatchOperations, len(jsonPatch))))
+			return
+		}
+	} else if !json.Valid(patchBytes) {
+		s.writeError(w, req, apierrors.NewBadRequest("error decoding patch: invalid JSON"))
+		return
+	}
+	jsonInfo, _ := serializerFor(mediaJSON)
+	var warns []string
+	apply := func(cur runtime.Object) (fsm.StoredObject, error) {
+		warns = nil
+		original, err := runtime.Encode(jsonInfo.Serializer, cur)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		var patched []byte
+		switch pt {
+		case types.JSONPatchType:
+			if patched, err = jsonPatch.Apply(original); err != nil {
+				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+			}
+		case types.MergePatchType:
+			if patched, err = jsonpatch.MergePatch(original, patchBytes); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		case types.StrategicMergePatchType:
+			if patched, err = strategicpatch.StrategicMergePatch(original, patchBytes, res.New()); err != nil {
+				return nil, apierrors.NewBadRequest(err.Error())
+			}
+		}
+		gvk := res.GroupVersionKind()
+		obj, actual, err := jsonInfo.StrictSerializer.Decode(patched, &gvk, res.New())
+		if se, ok := runtime.AsStrictDecodingError(err); ok && obj != nil {
+			switch q.fieldValidation {
+			case metav1.FieldValidationStrict:
+			case metav1.FieldValidationIgnore:
+				err = nil
+			default:
+				warns, err = errorStrings(se.Errors()), nil
+			}
+		}
+		if err == nil && (actual == nil || *actual != gvk) {
+			err = fmt.Errorf("the patch changed the object's kind or apiVersion to %v", actual)
+		}
+		if err != nil {
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
+		}
+		return obj.(fsm.StoredObject), nil
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	patched, err := s.store.Patch(ctx, res, ns, name, apply, registry.WriteOptions{DryRun: q.dryRun})
+	warnings(w, warns)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out.write(w, http.StatusOK, patched)
+}
+
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	body, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	o, err := parseDeleteOptions(req, body)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	// Leases have no dependents and leasehold runs no garbage collector, so
+	// every propagation policy deletes at once (Background).
+	deleted, err := s.store.Delete(ctx, res, ns, name, registry.DeleteOptions{
+		WriteOptions: registry.WriteOptions{DryRun: len(o.DryRun) > 0}, Preconditions: o.Preconditions})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	meta := deleted.(metav1.Object)
+	out.write(w, http.StatusOK, &metav1.Status{
+		TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"},
+		Status:   metav1.StatusSuccess,
+		Details:  &metav1.StatusDetails{Name: name, Group: res.GroupResource().Group, Kind: res.Name, UID: meta.GetUID()},
+	})
+}
+
+// deleteCollection deletes every object a list with the same parameters
+// returns (its first page when limited), one write each, and answers with
+// that list.
+func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
+	out, err := negotiate(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	body, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	o, err := parseDeleteOptions(req, body)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	_, lo, err := parseListOptions(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	list, err := s.store.List(ctx, res, ns, lo)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	for _, item := range items {
+		it, err := meta.Accessor(item)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		_, err = s.store.Delete(ctx, res, it.GetNamespace(), it.GetName(), registry.DeleteOptions{
+			WriteOptions: registry.WriteOptions{DryRun: len(o.DryRun) > 0}, Preconditions: o.Preconditions})
+		if err != nil && !apierrors.IsNotFound(err) {
+			s.writeError(w, req, err)
+			return
+		}
+	}
+	out.write(w, http.StatusOK, list)
+}

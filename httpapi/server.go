@@ -1,0 +1,273 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gorilla/mux"
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/leasehold/leasehold/apis"
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/registry"
+	"github.com/leasehold/leasehold/transport"
+)
+
+// Config configures a Server.
+type Config struct {
+	Node   *cluster.Node
+	Store  *registry.Store
+	Logger hclog.Logger
+	// Gatherer serves /metrics.
+	Gatherer prometheus.Gatherer
+	// WriteTimeout bounds how long a write waits for a leader.
+	WriteTimeout time.Duration
+}
+
+// Server is the Kubernetes REST API of one node, plus its health and
+// cluster endpoints.
+type Server struct {
+	node         *cluster.Node
+	store        *registry.Store
+	logger       hclog.Logger
+	writeTimeout time.Duration
+	router       *mux.Router
+}
+
+// New builds the API and registers it with the node as the handler of
+// writes forwarded by followers.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.WriteTimeout == 0 {
+		cfg.WriteTimeout = 5 * time.Second
+	}
+	if cfg.Gatherer == nil {
+		cfg.Gatherer = prometheus.NewRegistry()
+	}
+	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout}
+	s.router = s.routes(cfg.Gatherer)
+	cfg.Node.SetForwardHandler(s.serveForwarded)
+	return s
+}
+
+// Handler is the HTTP handler of the API address.
+func (s *Server) Handler() http.Handler { return s.router }
+
+func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
+	r := mux.NewRouter()
+	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+	})
+	r.HandleFunc("/livez", s.livez)
+	r.HandleFunc("/readyz", s.readyz)
+	r.HandleFunc("/healthz", s.readyz)
+	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	r.HandleFunc("/cluster/status", s.clusterStatus)
+	r.HandleFunc("/cluster/join", s.leaderOnly(s.clusterJoin))
+
+	r.HandleFunc("/version", s.version)
+	r.HandleFunc("/api", s.coreVersions)
+	r.HandleFunc("/api/v1", s.coreResources)
+	r.HandleFunc("/apis", s.groupList)
+
+	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
+	grp.HandleFunc("", s.group)
+	grp.HandleFunc("/", s.group)
+	grp.HandleFunc("/{version}", s.versionResources)
+	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}/{name}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/watch/{resource}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}", s.namespacedCollection)
+	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}/{name}", s.item)
+	grp.HandleFunc("/{version}/{resource}", s.clusterCollection)
+	grp.PathPrefix("/{version}/").HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if servedVersion(mux.Vars(req)["version"]) {
+			s.writeError(w, req, notFound())
+			return
+		}
+		r.NotFoundHandler.ServeHTTP(w, req)
+	})
+	return r
+}
+
+// resourceFor finds the served resource named in the URL, or answers 404
+// the way kube-apiserver does.
+func (s *Server) resourceFor(w http.ResponseWriter, req *http.Request) (*registry.Resource, bool) {
+	vars := mux.Vars(req)
+	if !servedVersion(vars["version"]) {
+		http.Error(w, "404 page not found", http.StatusNotFound)
+		return nil, false
+	}
+	res, ok := registry.Resources[vars["resource"]]
+	if !ok || res.Version != vars["version"] {
+		s.writeError(w, req, notFound())
+		return nil, false
+	}
+	return res, true
+}
+
+func servedVersion(v string) bool {
+	for _, r := range registry.Resources {
+		if r.Version == v {
+			return true
+		}
+	}
+	return false
+}
+
+func notAllowed(w http.ResponseWriter, allow ...string) {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+}
+
+func (s *Server) namespacedCollection(w http.ResponseWriter, req *http.Request) {
+	res, ok := s.resourceFor(w, req)
+	if !ok {
+		return
+	}
+	ns := mux.Vars(req)["namespace"]
+	switch req.Method {
+	case http.MethodGet:
+		s.list(w, req, res, ns)
+	case http.MethodPost:
+		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.create(w, req, res, ns) })(w, req)
+	case http.MethodDelete:
+		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.deleteCollection(w, req, res, ns) })(w, req)
+	default:
+		notAllowed(w, "GET", "POST", "DELETE")
+		s.writeError(w, req, methodNotAllowed())
+	}
+}
+
+func (s *Server) clusterCollection(w http.ResponseWriter, req *http.Request) {
+	res, ok := s.resourceFor(w, req)
+	if !ok {
+		return
+	}
+	if req.Method != http.MethodGet {
+		notAllowed(w, "GET")
+		s.writeError(w, req, methodNotAllowed())
+		return
+	}
+	s.list(w, req, res, "")
+}
+
+func (s *Server) item(w http.ResponseWriter, req *http.Request) {
+	res, ok := s.resourceFor(w, req)
+	if !ok {
+		return
+	}
+	ns, name := mux.Vars(req)["namespace"], mux.Vars(req)["name"]
+	switch req.Method {
+	case http.MethodGet:
+		s.get(w, req, res, ns, name)
+	case http.MethodPut:
+		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.update(w, req, res, ns, name) })(w, req)
+	case http.MethodPatch:
+		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.patch(w, req, res, ns, name) })(w, req)
+	case http.MethodDelete:
+		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.delete(w, req, res, ns, name) })(w, req)
+	default:
+		notAllowed(w, "GET", "PUT", "PATCH", "DELETE")
+		s.writeError(w, req, methodNotAllowed())
+	}
+}
+
+type forwardedKey struct{}
+
+// leaderOnly runs a write on the leader: here if this node leads, else by
+// forwarding the request over the peer port and relaying the leader's
+// answer unchanged. A forwarded request is never forwarded again.
+func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, req *http.Request) {
+		if s.node.IsLeader() {
+			h(w, req)
+			return
+		}
+		if req.Context().Value(forwardedKey{}) != nil {
+			s.writeError(w, req, registry.Unavailable("leadership moved while the write was forwarded, please retry"))
+			return
+		}
+		body, err := readBody(req)
+		if err != nil {
+			s.writeError(w, req, err)
+			return
+		}
+		ctx, cancel := context.WithTimeout(req.Context(), s.writeTimeout+10*time.Second)
+		defer cancel()
+		// Wait for a leader only as long as a write may.
+		wctx, wcancel := context.WithTimeout(ctx, s.writeTimeout)
+		_, _, err = s.node.WaitLeader(wctx)
+		wcancel()
+		if err != nil {
+			s.writeError(w, req, registry.Unavailable("the cluster has no leader at the moment, please retry"))
+			return
+		}
+		if s.node.IsLeader() {
+			req.Body = readCloser{bytes.NewReader(body)}
+			h(w, req)
+			return
+		}
+		resp, err := s.node.Forward(ctx, &transport.HTTPRequest{
+			Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
+		})
+		if err != nil {
+			s.writeError(w, req, registry.ClusterError(err))
+			return
+		}
+		for k, v := range resp.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(resp.Status)
+		_, _ = w.Write(resp.Body)
+	}
+}
+
+type readCloser struct{ *bytes.Reader }
+
+func (readCloser) Close() error { return nil }
+
+// serveForwarded answers a write forwarded by a follower.
+func (s *Server) serveForwarded(ctx context.Context, fr *transport.HTTPRequest) *transport.HTTPResponse {
+	ctx = context.WithValue(ctx, forwardedKey{}, fr.From)
+	req, err := http.NewRequestWithContext(ctx, fr.Method, fr.RequestURI, bytes.NewReader(fr.Body))
+	if err != nil {
+		return &transport.HTTPResponse{Status: http.StatusBadRequest, Body: []byte(err.Error())}
+	}
+	req.Header = fr.Header
+	req.RequestURI = fr.RequestURI
+	rec := &recorder{header: http.Header{}}
+	s.router.ServeHTTP(rec, req)
+	if rec.status == 0 {
+		rec.status = http.StatusOK
+	}
+	return &transport.HTTPResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+}
+
+// recorder captures a response for relaying to a follower.
+type recorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) WriteHeader(code int) {
+	if r.status == 0 {
+		r.status = code
+	}
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return r.body.Write(b)
+}

@@ -1,0 +1,162 @@
+package httpapi
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gorilla/mux"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/registry"
+)
+
+// Bookmark timing, as kube-apiserver: about once a minute, and once shortly
+// before the server ends the watch.
+const (
+	bookmarkInterval      = time.Minute
+	bookmarkBeforeTimeout = 2 * time.Second
+)
+
+// watchTimeout is kube-apiserver's default: random in [30m, 60m), so that
+// clients do not all reconnect at once.
+func watchTimeout() time.Duration {
+	return 30*time.Minute + time.Duration(rand.Int64N(int64(30*time.Minute)))
+}
+
+// deprecatedWatch serves /watch/... paths: a watch of the list path, of one
+// object when a name is given.
+func (s *Server) deprecatedWatch(w http.ResponseWriter, req *http.Request) {
+	if req.Method != http.MethodGet {
+		notAllowed(w, "GET")
+		s.writeError(w, req, methodNotAllowed())
+		return
+	}
+	res, ok := s.resourceFor(w, req)
+	if !ok {
+		return
+	}
+	vars := mux.Vars(req)
+	q := req.URL.Query()
+	q.Set("watch", "true")
+	if name := vars["name"]; name != "" {
+		sel, err := fields.ParseSelector(q.Get("fieldSelector"))
+		if err != nil {
+			s.writeError(w, req, apierrors.NewBadRequest(err.Error()))
+			return
+		}
+		if v, found := sel.RequiresExactMatch("metadata.name"); found && v != name {
+			s.writeError(w, req, apierrors.NewBadRequest("fieldSelector metadata.name doesn't match requested name"))
+			return
+		}
+		q.Set("fieldSelector", fields.AndSelectors(sel, fields.OneTermEqualSelector("metadata.name", name)).String())
+	}
+	u := *req.URL
+	u.RawQuery = q.Encode()
+	r2 := req.Clone(req.Context())
+	r2.URL = &u
+	s.list(w, r2, res, vars["namespace"])
+}
+
+// watch streams events: one JSON object per line, or length-prefixed
+// protobuf frames, flushed as they come.
+func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res *registry.Resource, ns string, raw *metav1.ListOptions, lo registry.ListOptions) {
+	stream := out.info.StreamSerializer
+	if stream == nil {
+		_, err := negotiate(&http.Request{Header: http.Header{"Accept": {"application/none"}}, URL: &url.URL{}})
+		s.writeError(w, req, err)
+		return
+	}
+	timeout := watchTimeout()
+	if raw.TimeoutSeconds != nil && *raw.TimeoutSeconds > 0 {
+		timeout = time.Duration(*raw.TimeoutSeconds) * time.Second
+	}
+	ctx, cancel := context.WithTimeout(req.Context(), timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	bookmarks := raw.AllowWatchBookmarks
+	initial := raw.SendInitialEvents != nil && *raw.SendInitialEvents
+	watcher, err := s.store.Watch(ctx, res, ns, registry.WatchOptions{ListOptions: lo, SendInitialEvents: initial, InitialEventsEnd: initial && bookmarks})
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+
+	contentType := out.info.MediaType
+	if contentType == mediaProtobuf {
+		contentType += ";stream=watch"
+	}
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	flush := func() {
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	flush()
+
+	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(w), stream.Serializer)
+	embedded := out.info.Serializer
+	send := func(ev watch.Event) bool {
+		obj, err := runtime.Encode(embedded, ev.Object)
+		if err != nil {
+			s.logger.Error("encode watch event", "error", err)
+			return false
+		}
+		return enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}}) == nil
+	}
+
+	lastBookmark := time.Now()
+	finalBookmarkSent := false
+	for {
+		wait := time.Until(deadline)
+		if bookmarks {
+			next := time.Until(lastBookmark.Add(bookmarkInterval))
+			if !finalBookmarkSent {
+				next = min(next, time.Until(deadline.Add(-bookmarkBeforeTimeout)))
+			}
+			wait = max(min(wait, next), 0)
+		}
+		nctx, ncancel := context.WithTimeout(ctx, wait)
+		evs, err := watcher.Next(nctx)
+		ncancel()
+		if err != nil {
+			st := s.statusOf(req, err)
+			send(watch.Event{Type: watch.Error, Object: st})
+			flush()
+			return
+		}
+		for _, ev := range evs {
+			if !send(ev) {
+				return
+			}
+		}
+		if len(evs) > 0 {
+			flush()
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if bookmarks && len(evs) == 0 {
+			now := time.Now()
+			final := !finalBookmarkSent && !now.Before(deadline.Add(-bookmarkBeforeTimeout))
+			if final || now.Sub(lastBookmark) >= bookmarkInterval {
+				finalBookmarkSent = finalBookmarkSent || final
+				lastBookmark = now
+				if !send(watcher.Bookmark()) {
+					return
+				}
+				flush()
+			}
+		}
+	}
+}

@@ -1,0 +1,514 @@
+package registry
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math/big"
+	"strconv"
+	"time"
+
+	"github.com/google/uuid"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/fsm"
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// Cluster is what the registry needs of the Raft node.
+type Cluster interface {
+	Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
+	EnsureCurrent(ctx context.Context) error
+	LinearizableRead(ctx context.Context) error
+	CommitIndex() uint64
+	Ready() (bool, string)
+	State() *state.Store
+}
+
+// Store implements the Kubernetes semantics of every verb over the
+// replicated state: reads on any node, writes on the leader (the API
+// forwards writes there). It returns *apierrors.StatusError for every
+// outcome a client should see.
+type Store struct {
+	cluster Cluster
+	// Now and NewUID are injected so tests can fix them.
+	Now    func() time.Time
+	NewUID func() types.UID
+	// RVWait bounds how long a read for a resourceVersion this node has
+	// not applied yet waits before failing as too large.
+	RVWait time.Duration
+}
+
+// New returns a Store over c.
+func New(c Cluster) *Store {
+	return &Store{
+		cluster: c,
+		Now:     time.Now,
+		NewUID:  func() types.UID { return types.UID(uuid.NewString()) },
+		RVWait:  3 * time.Second,
+	}
+}
+
+// State is the local state, for watches.
+func (s *Store) State() *state.Store { return s.cluster.State() }
+
+// Cluster is the node the store runs on.
+func (s *Store) Cluster() Cluster { return s.cluster }
+
+func key(r *Resource, ns, name string) state.Key {
+	return state.Key{Resource: r.Name, Namespace: ns, Name: name}
+}
+
+// ClusterError turns a cluster failure into the Status a client sees.
+func ClusterError(err error) error {
+	var se *apierrors.StatusError
+	switch {
+	case errors.As(err, &se):
+		return err
+	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
+		return Unavailable("the cluster has no leader at the moment, please retry")
+	case errors.Is(err, cluster.ErrUnknownOutcome):
+		e := apierrors.NewTimeoutError("request did not complete within requested timeout - the write may or may not have been applied: leadership changed while it was committed", 1)
+		return e
+	case errors.Is(err, cluster.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return apierrors.NewTimeoutError("request did not complete within requested timeout - context deadline exceeded", 1)
+	case errors.Is(err, context.Canceled):
+		return apierrors.NewTimeoutError("request did not complete: the client went away", 0)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// Unavailable is a 503 with a retry hint, which client-go honours.
+func Unavailable(msg string) error {
+	e := apierrors.NewServiceUnavailable(msg)
+	e.ErrStatus.Details = &metav1.StatusDetails{RetryAfterSeconds: 1}
+	return e
+}
+
+// parseRV parses a resourceVersion parameter as kube-apiserver's storage
+// does; a bad one is a 500 there, with this message.
+func parseRV(rv string) (uint64, error) {
+	n, err := strconv.ParseUint(rv, 10, 64)
+	if err != nil {
+		return 0, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: 500,
+			Message: field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error(),
+		}}
+	}
+	return n, nil
+}
+
+// TooLargeResourceVersion is kube-apiserver's answer to a read of a version
+// the server has not reached.
+func TooLargeResourceVersion(rv, current uint64) error {
+	e := apierrors.NewTimeoutError(fmt.Sprintf("Too large resource version: %d, current: %d", rv, current), 1)
+	e.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: metav1.CauseTypeResourceVersionTooLarge, Message: "Too large resource version"}}
+	return e
+}
+
+// ReadOptions choose the consistency of a read.
+type ReadOptions struct {
+	ResourceVersion      string
+	ResourceVersionMatch metav1.ResourceVersionMatch
+}
+
+// view returns the state to read from, following the resourceVersion rules:
+// unset is a linearizable read, "0" is whatever this node has, N is at least
+// N (or exactly N with Exact).
+func (s *Store) view(ctx context.Context, o ReadOptions) (*state.Snapshot, error) {
+	st := s.cluster.State()
+	switch o.ResourceVersion {
+	case "":
+		if err := s.cluster.LinearizableRead(ctx); err != nil {
+			return nil, ClusterError(err)
+		}
+		return st.Snapshot(), nil
+	case "0":
+		if ok, why := s.cluster.Ready(); !ok {
+			return nil, Unavailable("this node is not ready to serve reads: " + why)
+		}
+		return st.Snapshot(), nil
+	}
+	rv, err := parseRV(o.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitApplied(ctx, rv); err != nil {
+		return nil, err
+	}
+	if o.ResourceVersionMatch == metav1.ResourceVersionMatchExact {
+		sn, ok := st.SnapshotAt(rv)
+		if !ok {
+			return nil, apierrors.NewResourceExpired("The resourceVersion for the provided list is too old.")
+		}
+		return sn, nil
+	}
+	return st.Snapshot(), nil
+}
+
+// waitApplied waits, within RVWait, until this node has applied rv.
+func (s *Store) waitApplied(ctx context.Context, rv uint64) error {
+	st := s.cluster.State()
+	if st.AppliedIndex() >= rv {
+		return nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.RVWait)
+	defer cancel()
+	if err := st.WaitApplied(wctx, rv); err != nil {
+		return TooLargeResourceVersion(rv, st.AppliedIndex())
+	}
+	return nil
+}
+
+// Get returns one object.
+func (s *Store) Get(ctx context.Context, r *Resource, ns, name string, o ReadOptions) (runtime.Object, error) {
+	o.ResourceVersionMatch = "" // not meaningful for get
+	sn, err := s.view(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	obj := sn.Get(key(r, ns, name))
+	if obj == nil {
+		return nil, apierrors.NewNotFound(r.GroupResource(), name)
+	}
+	return obj.Obj, nil
+}
+
+// WriteOptions apply to every write.
+type WriteOptions struct {
+	DryRun bool
+}
+
+// prepareCreate fills the server-owned metadata of a new object, as
+// kube-apiserver's BeforeCreate does.
+func (s *Store) prepareCreate(obj fsm.StoredObject) {
+	obj.SetUID(s.NewUID())
+	obj.SetCreationTimestamp(metav1.NewTime(s.Now().Truncate(time.Second)))
+	obj.SetDeletionTimestamp(nil)
+	obj.SetDeletionGracePeriodSeconds(nil)
+	obj.SetSelfLink("")
+	obj.SetResourceVersion("")
+}
+
+// encodeStored returns the bytes the FSM stores: the object's protobuf with
+// resourceVersion unset.
+func encodeStored(obj fsm.StoredObject) ([]byte, error) {
+	rv := obj.GetResourceVersion()
+	obj.SetResourceVersion("")
+	data, err := obj.Marshal()
+	obj.SetResourceVersion(rv)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return data, nil
+}
+
+// Create stores a new object (POST). obj has passed decoding and its
+// namespace is the URL's.
+func (s *Store) Create(ctx context.Context, r *Resource, obj fsm.StoredObject, o WriteOptions) (runtime.Object, error) {
+	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
+	if generate {
+		obj.SetName(generateName(obj.GetGenerateName()))
+	}
+	presetRV := obj.GetResourceVersion()
+	s.prepareCreate(obj)
+	if errs := r.Validate(obj); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+	}
+	if o.DryRun {
+		return obj, nil
+	}
+	if presetRV != "" {
+		return nil, &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Code: 500,
+			Message: "resourceVersion should not be set on objects to be created",
+		}}
+	}
+	// kube-apiserver tries a few generated names before giving up.
+	for attempt := 0; ; attempt++ {
+		data, err := encodeStored(obj)
+		if err != nil {
+			return nil, err
+		}
+		res, err := s.cluster.Apply(ctx, &fsm.Command{Type: fsm.CmdCreate, Resource: r.Name, Object: data})
+		if err != nil {
+			return nil, ClusterError(err)
+		}
+		if res.Err == nil {
+			return res.Object.Obj, nil
+		}
+		if state.Code(res.Err) != state.AlreadyExists {
+			return nil, apierrors.NewInternalError(res.Err)
+		}
+		if !generate {
+			return nil, apierrors.NewAlreadyExists(r.GroupResource(), obj.GetName())
+		}
+		if attempt == 7 {
+			e := apierrors.NewAlreadyExists(r.GroupResource(), obj.GetName())
+			e.ErrStatus.Message += ", the server was not able to generate a unique name for the object"
+			return nil, e
+		}
+		obj.SetName(generateName(obj.GetGenerateName()))
+	}
+}
+
+const (
+	nameAlphabet     = "bcdfghjklmnpqrstvwxz2456789"
+	maxPrefixLength  = 58 // 63 minus the random suffix
+	randomNameLength = 5
+)
+
+// generateName appends a random suffix to prefix, as kube-apiserver's
+// SimpleNameGenerator does.
+func generateName(prefix string) string {
+	if len(prefix) > maxPrefixLength {
+		prefix = prefix[:maxPrefixLength]
+	}
+	b := make([]byte, randomNameLength)
+	for i := range b {
+		n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(nameAlphabet))))
+		b[i] = nameAlphabet[n.Int64()]
+	}
+	return prefix + string(b)
+}
+
+// current reads the object under k on the leader, after making sure the
+// leader's state holds every write acknowledged before this term.
+func (s *Store) current(ctx context.Context, k state.Key) (*state.Object, error) {
+	if err := s.cluster.EnsureCurrent(ctx); err != nil {
+		return nil, ClusterError(err)
+	}
+	return s.cluster.State().Snapshot().Get(k), nil
+}
+
+// catchUp waits until this node has applied rv if rv may exist (it is not
+// beyond the commit index). It reports whether the node now holds rv.
+func (s *Store) catchUp(ctx context.Context, rv uint64) bool {
+	st := s.cluster.State()
+	if st.AppliedIndex() >= rv {
+		return true
+	}
+	if rv > s.cluster.CommitIndex() {
+		return false
+	}
+	wctx, cancel := context.WithTimeout(ctx, s.RVWait)
+	defer cancel()
+	return st.WaitApplied(wctx, rv) == nil
+}
+
+func conflict(r *Resource, name string) error {
+	return apierrors.NewConflict(r.GroupResource(), name, errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+}
+
+// preconditionFailed is kube-apiserver's storage error text for a failed
+// uid or resourceVersion precondition.
+func preconditionFailed(r *Resource, k state.Key, what, want, have string) error {
+	return apierrors.NewConflict(r.GroupResource(), k.Name, fmt.Errorf(
+		"StorageError: invalid object, Code: 4, Key: /registry/%s/%s/%s, ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: %s in precondition: %s, %s in object meta: %s",
+		r.Name, k.Namespace, k.Name, what, want, what, have))
+}
+
+// Update replaces an object (PUT). A missing object is created, as the
+// Lease strategy allows; an existing one needs a resourceVersion.
+func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj fsm.StoredObject, o WriteOptions) (runtime.Object, bool, error) {
+	k := key(r, ns, name)
+	for attempt := 0; attempt < 5; attempt++ {
+		cur, err := s.current(ctx, k)
+		if err != nil {
+			return nil, false, err
+		}
+		if cur == nil {
+			out, err := s.Create(ctx, r, obj, o)
+			if apierrors.IsAlreadyExists(err) {
+				continue // created meanwhile: update it instead
+			}
+			return out, err == nil, err
+		}
+		if obj.GetResourceVersion() == "" {
+			// kube-apiserver names the resource, not the kind, here.
+			return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: r.GroupResource().Group, Kind: r.Name}, name, field.ErrorList{
+				field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
+		}
+		rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+		if err != nil {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", obj.GetResourceVersion(), err))
+		}
+		if rv > cur.RV && s.catchUp(ctx, rv) {
+			continue // this node was behind the client: read again
+		}
+		if rv != cur.RV {
+			return nil, false, conflict(r, name)
+		}
+		if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
+			return nil, false, preconditionFailed(r, k, "UID", string(uid), cur.UID)
+		}
+		out, err := s.replace(ctx, r, cur, obj, o)
+		return out, false, err
+	}
+	return nil, false, conflict(r, name)
+}
+
+// replace writes obj over cur: server-owned metadata is kept from cur, the
+// update is validated, and the FSM applies it only if cur is still the
+// stored version.
+func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj fsm.StoredObject, o WriteOptions) (runtime.Object, error) {
+	old := cur.Obj.(fsm.StoredObject)
+	obj.SetUID(old.GetUID())
+	obj.SetCreationTimestamp(old.GetCreationTimestamp())
+	obj.SetGeneration(old.GetGeneration())
+	obj.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
+	obj.SetSelfLink("")
+	obj.SetResourceVersion(old.GetResourceVersion())
+	if errs := r.ValidateUpdate(obj, old); len(errs) > 0 {
+		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+	}
+	if o.DryRun {
+		return obj, nil
+	}
+	data, err := encodeStored(obj)
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.cluster.Apply(ctx, &fsm.Command{Type: fsm.CmdUpdate, Resource: r.Name, Object: data, ExpectRV: cur.RV})
+	if err != nil {
+		return nil, ClusterError(err)
+	}
+	if res.Err != nil {
+		return nil, writeError(r, cur.Key, res.Err)
+	}
+	return res.Object.Obj, nil
+}
+
+// writeError maps a refused write to its Status.
+func writeError(r *Resource, k state.Key, err error) error {
+	var se *state.Error
+	if !errors.As(err, &se) {
+		return apierrors.NewInternalError(err)
+	}
+	switch se.Code {
+	case state.NotFound:
+		return apierrors.NewNotFound(r.GroupResource(), k.Name)
+	case state.AlreadyExists:
+		return apierrors.NewAlreadyExists(r.GroupResource(), k.Name)
+	case state.Conflict:
+		return conflict(r, k.Name)
+	case state.UIDMismatch:
+		return conflict(r, k.Name)
+	}
+	return apierrors.NewInternalError(err)
+}
+
+// PatchFunc computes the patched object from the current one. It returns a
+// Status error for a patch that cannot be applied.
+type PatchFunc func(cur runtime.Object) (fsm.StoredObject, error)
+
+// Patch applies patch to the current object and writes the result if the
+// object did not change meanwhile; otherwise it starts again from the new
+// version. A resourceVersion set by the patch itself is a precondition.
+func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch PatchFunc, o WriteOptions) (runtime.Object, error) {
+	k := key(r, ns, name)
+	var lastErr error
+	for attempt := 0; attempt < 10; attempt++ {
+		cur, err := s.current(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, apierrors.NewNotFound(r.GroupResource(), name)
+		}
+		obj, err := patch(cur.Obj)
+		if err != nil {
+			return nil, err
+		}
+		if obj.GetName() != name {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+		}
+		if obj.GetNamespace() != ns {
+			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
+			want, err := strconv.ParseUint(rv, 10, 64)
+			if err == nil && want > cur.RV && s.catchUp(ctx, want) {
+				continue
+			}
+			return nil, conflict(r, name)
+		}
+		if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
+			return nil, preconditionFailed(r, k, "UID", string(uid), cur.UID)
+		}
+		out, err := s.replace(ctx, r, cur, obj, o)
+		if !apierrors.IsConflict(err) {
+			return out, err
+		}
+		// Someone wrote first: catch up with them and patch again.
+		lastErr = err
+		s.catchUp(ctx, s.cluster.CommitIndex())
+	}
+	return nil, lastErr
+}
+
+// DeleteOptions are the parts of metav1.DeleteOptions that matter here.
+type DeleteOptions struct {
+	WriteOptions
+	Preconditions *metav1.Preconditions
+}
+
+// Delete removes an object. It returns the deleted object's last state.
+func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o DeleteOptions) (runtime.Object, error) {
+	k := key(r, ns, name)
+	cur, err := s.current(ctx, k)
+	if err != nil {
+		return nil, err
+	}
+	if cur == nil {
+		return nil, apierrors.NewNotFound(r.GroupResource(), name)
+	}
+	cmd := &fsm.Command{Type: fsm.CmdDelete, Resource: r.Name, Namespace: ns, Name: name}
+	if p := o.Preconditions; p != nil {
+		if p.UID != nil && string(*p.UID) != cur.UID {
+			return nil, preconditionFailed(r, k, "UID", string(*p.UID), cur.UID)
+		}
+		if p.ResourceVersion != nil {
+			have := strconv.FormatUint(cur.RV, 10)
+			if *p.ResourceVersion != have {
+				want, err := strconv.ParseUint(*p.ResourceVersion, 10, 64)
+				if err != nil || want < cur.RV || !s.catchUp(ctx, want) {
+					return nil, preconditionFailed(r, k, "ResourceVersion", *p.ResourceVersion, have)
+				}
+				return s.Delete(ctx, r, ns, name, o)
+			}
+			cmd.ExpectRV = cur.RV
+		}
+		if p.UID != nil {
+			cmd.ExpectUID = string(*p.UID)
+		}
+	}
+	if o.DryRun {
+		return cur.Obj, nil
+	}
+	res, err := s.cluster.Apply(ctx, cmd)
+	if err != nil {
+		return nil, ClusterError(err)
+	}
+	if res.Err != nil {
+		var se *state.Error
+		if errors.As(res.Err, &se) {
+			switch se.Code {
+			case state.UIDMismatch:
+				return nil, preconditionFailed(r, k, "UID", cmd.ExpectUID, se.UID)
+			case state.Conflict:
+				return nil, preconditionFailed(r, k, "ResourceVersion", strconv.FormatUint(cmd.ExpectRV, 10), strconv.FormatUint(se.RV, 10))
+			}
+		}
+		return nil, writeError(r, k, res.Err)
+	}
+	return res.Object.Obj, nil
+}

@@ -1,0 +1,158 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/leasehold/leasehold/fsm"
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// WatchOptions say where a watch starts.
+type WatchOptions struct {
+	ListOptions
+	// SendInitialEvents asks for the current state as ADDED events first
+	// (also implied by an unset or "0" resourceVersion).
+	SendInitialEvents bool
+	// InitialEventsEnd asks for a BOOKMARK annotated
+	// k8s.io/initial-events-end after the initial events.
+	InitialEventsEnd bool
+}
+
+// Watcher reads a watch's events from the node's history. It holds no
+// buffer of its own and never slows Apply: it reads the shared ring at its
+// own pace, and if it falls so far behind that the ring has dropped events
+// it has not read, it ends with 410 Expired and the client resumes.
+//
+// A Watcher is used by one goroutine.
+type Watcher struct {
+	store   *Store
+	r       *Resource
+	ns      string
+	opts    ListOptions
+	pos     uint64 // every event with RV <= pos has been read
+	gen     uint64
+	pending []watch.Event
+}
+
+// Watch starts a watch of r in ns ("" = all namespaces).
+func (s *Store) Watch(ctx context.Context, r *Resource, ns string, o WatchOptions) (*Watcher, error) {
+	w := &Watcher{store: s, r: r, ns: ns, opts: o.ListOptions}
+	rv := o.ResourceVersion
+	if o.SendInitialEvents || rv == "" || rv == "0" {
+		sn, err := s.view(ctx, ReadOptions{ResourceVersion: rv})
+		if err != nil {
+			return nil, err
+		}
+		w.pos, w.gen = sn.Index, sn.Generation
+		sn.List(r.Name, ns, nil, func(obj *state.Object) bool {
+			if o.Matches(obj) {
+				w.pending = append(w.pending, watch.Event{Type: watch.Added, Object: obj.Obj})
+			}
+			return true
+		})
+		if o.InitialEventsEnd {
+			b := w.Bookmark()
+			b.Object.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+			w.pending = append(w.pending, b)
+		}
+		return w, nil
+	}
+	n, err := parseRV(rv)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.waitApplied(ctx, n); err != nil {
+		return nil, err
+	}
+	w.pos, w.gen = n, s.cluster.State().Generation()
+	return w, nil
+}
+
+// Pos is the resourceVersion up to which the watcher has read everything.
+func (w *Watcher) Pos() uint64 { return w.pos }
+
+// Bookmark is a BOOKMARK event at the watcher's position: an empty object
+// of the watched kind carrying only the resourceVersion.
+func (w *Watcher) Bookmark() watch.Event {
+	obj := w.r.New()
+	obj.SetResourceVersion(strconv.FormatUint(w.pos, 10))
+	return watch.Event{Type: watch.Bookmark, Object: obj}
+}
+
+// tooOld is the watch cache's 410.
+func tooOld(rv, oldest uint64) error {
+	return apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d)", rv, oldest))
+}
+
+// Next returns the next events, waiting until there are some or ctx ends
+// (then it returns no events and no error). An error (410 Expired) ends the
+// watch: the history no longer holds what the watcher has not read, or a
+// snapshot install replaced the state.
+func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
+	if len(w.pending) > 0 {
+		evs := w.pending
+		w.pending = nil
+		return evs, nil
+	}
+	st := w.store.cluster.State()
+	for {
+		changed := st.Changed()
+		since := st.EventsSince(w.pos)
+		if since.Generation != w.gen {
+			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the node's state was replaced by a snapshot", w.pos, since.Applied))
+		}
+		if since.Expired {
+			return nil, tooOld(w.pos, since.Oldest)
+		}
+		var out []watch.Event
+		for _, e := range since.Events {
+			if e.Object.Key.Resource != w.r.Name || (w.ns != "" && e.Object.Key.Namespace != w.ns) {
+				continue
+			}
+			if ev, ok := w.translate(e); ok {
+				out = append(out, ev)
+			}
+		}
+		if since.Applied > w.pos {
+			w.pos = since.Applied
+		}
+		if len(out) > 0 {
+			return out, nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+// translate applies the selectors to an event, as kube-apiserver does to
+// the old and new state: an object that starts matching is ADDED, one that
+// stops matching is DELETED (with its old content at the event's version).
+func (w *Watcher) translate(e state.Event) (watch.Event, bool) {
+	cur := e.Type != state.Deleted && w.opts.Matches(e.Object)
+	old := e.Prev != nil && w.opts.Matches(e.Prev)
+	switch {
+	case e.Type == state.Deleted:
+		if !old {
+			return watch.Event{}, false
+		}
+		return watch.Event{Type: watch.Deleted, Object: e.Object.Obj}, true
+	case cur && old:
+		return watch.Event{Type: watch.Modified, Object: e.Object.Obj}, true
+	case cur:
+		return watch.Event{Type: watch.Added, Object: e.Object.Obj}, true
+	case old:
+		gone := e.Prev.Obj.DeepCopyObject().(fsm.StoredObject)
+		gone.SetResourceVersion(strconv.FormatUint(e.RV, 10))
+		return watch.Event{Type: watch.Deleted, Object: gone}, true
+	}
+	return watch.Event{}, false
+}
