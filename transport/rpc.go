@@ -198,6 +198,13 @@ func (cl *Client) call(ctx context.Context, addr string, req *rpcRequest) (*rpcR
 		cc.c.Close()
 		return nil, fmt.Errorf("%w: peer %s: %v", ErrUnknownOutcome, addr, err)
 	}
+	if !stop() {
+		// The caller gave up as the answer arrived: the callback that cuts
+		// the exchange short may still run, and must not hit the next call
+		// on this connection, so it does not go back to the pool.
+		cc.c.Close()
+		return &resp, nil
+	}
 	_ = cc.c.SetDeadline(time.Time{})
 	cl.put(addr, cc)
 	return &resp, nil
