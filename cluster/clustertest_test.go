@@ -141,7 +141,7 @@ func (c *testCluster) closeAll() {
 		go func() {
 			defer wg.Done()
 			if n != nil {
-				_ = n.shutdownHard()
+				_ = n.Crash()
 			} else if muxes[i] != nil {
 				_ = muxes[i].Close()
 			}
@@ -198,7 +198,7 @@ func (c *testCluster) stop(i int) {
 // kill stops node i as a crash would: no leadership transfer.
 func (c *testCluster) kill(i int) {
 	c.t.Helper()
-	if err := c.take(i).shutdownHard(); err != nil {
+	if err := c.take(i).Crash(); err != nil {
 		c.t.Logf("kill n%d: %v", i+1, err)
 	}
 }

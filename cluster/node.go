@@ -524,10 +524,10 @@ func (n *Node) watchReadiness() {
 // it, then stops Raft and the transport.
 func (n *Node) Close() error { return n.shutdown(true) }
 
-// shutdownHard stops the node the way a crash would look to its peers: no
-// leadership transfer, the others notice only by missing heartbeats. Tests
-// use it.
-func (n *Node) shutdownHard() error { return n.shutdown(false) }
+// Crash stops the node the way a crash looks to its peers: no leadership
+// transfer, the others notice only by missing heartbeats. Tests use it.
+func (n *Node) Crash() error { return n.shutdown(false) }
+
 
 func (n *Node) shutdown(transfer bool) error {
 	n.closeMu.Lock()
