@@ -37,6 +37,8 @@ type Config struct {
 	HeartbeatTimeout  time.Duration // --raft-heartbeat-timeout (also the election timeout)
 	WriteTimeout      time.Duration // --write-timeout: how long a write waits for a leader before 503
 	DebugAddr         string        // --debug-addr HOST:PORT, "" = off: net/http/pprof
+	WatchHistory      uint64        // --watch-history: events kept for watch resume
+	WatchHistoryAge   time.Duration // --watch-history-age: how long an event stays resumable
 }
 
 // errHelp is returned by ParseConfig after it printed the help for --help/-h.
@@ -56,6 +58,8 @@ const (
 	cfgDefaultTrailingLogs      = 10240
 	cfgDefaultHeartbeatTimeout  = 1 * time.Second
 	cfgDefaultWriteTimeout      = 5 * time.Second
+	cfgDefaultWatchHistory      = 100000
+	cfgDefaultWatchHistoryAge   = 5 * time.Minute
 )
 
 // cfgMinRaftDuration is the smallest timer hashicorp/raft accepts
@@ -114,6 +118,10 @@ var cfgFlags = []cfgFlag{
 		usage: "how long a write waits for a leader before it fails with 503 (> 0)"},
 	{name: "debug-addr", arg: "HOST:PORT",
 		usage: "listen address for net/http/pprof; off when empty"},
+	{name: "watch-history", arg: "N", def: strconv.Itoa(cfgDefaultWatchHistory),
+		usage: "events kept for watches to resume from (> 0)"},
+	{name: "watch-history-age", arg: "DURATION", def: cfgDefaultWatchHistoryAge.String(),
+		usage: "how long an event stays resumable, by the leader's append time (> 0)"},
 }
 
 // cfgEnvName returns the environment variable that mirrors flag name.
@@ -297,6 +305,12 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	if c.WriteTimeout, err = cfgParseDuration(src["write-timeout"], 0); err != nil {
+		return c, err
+	}
+	if c.WatchHistory, err = cfgParseUint(src["watch-history"], 1); err != nil {
+		return c, err
+	}
+	if c.WatchHistoryAge, err = cfgParseDuration(src["watch-history-age"], 0); err != nil {
 		return c, err
 	}
 	return c, nil

@@ -22,6 +22,8 @@ func defaultConfig() Config {
 		TrailingLogs:      10240,
 		HeartbeatTimeout:  time.Second,
 		WriteTimeout:      5 * time.Second,
+		WatchHistory:      100000,
+		WatchHistoryAge:   5 * time.Minute,
 	}
 }
 
@@ -317,7 +319,8 @@ func TestParseConfigHelp(t *testing.T) {
 func TestFlagNames(t *testing.T) {
 	want := []string{"name", "data-dir", "api-addr", "peer-addr", "initial-cluster", "join", "log-level",
 		"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-auth-file",
-		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "debug-addr"}
+		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "debug-addr",
+		"watch-history", "watch-history-age"}
 	var got []string
 	for _, f := range cfgFlags {
 		got = append(got, f.name)
@@ -345,6 +348,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		"tls-cert-file": "c", "tls-private-key-file": "k", "client-ca-file": "ca", "token-auth-file": "t",
 		"snapshot-threshold": "11", "snapshot-interval": "12s", "trailing-logs": "13",
 		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "debug-addr": "127.0.0.1:16",
+		"watch-history": "17", "watch-history-age": "18s",
 	}
 	var env []string
 	for _, f := range cfgFlags {
@@ -365,6 +369,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		TLSCertFile: "c", TLSPrivateKeyFile: "k", ClientCAFile: "ca", TokenAuthFile: "t",
 		SnapshotThreshold: 11, SnapshotInterval: 12 * time.Second, TrailingLogs: 13,
 		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DebugAddr: "127.0.0.1:16",
+		WatchHistory: 17, WatchHistoryAge: 18 * time.Second,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("\n got %+v\nwant %+v", got, want)

@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
@@ -80,6 +81,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 		TrailingLogs:      cfg.TrailingLogs,
 		HeartbeatTimeout:  cfg.HeartbeatTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
+		State:             state.Config{HistoryEvents: int(cfg.WatchHistory), HistoryAge: cfg.WatchHistoryAge},
 		Logger:            logger,
 	}, mux)
 	if err != nil {

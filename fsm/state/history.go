@@ -1,5 +1,7 @@
 package state
 
+import "time"
+
 // EventType is the kind of change an event records.
 type EventType string
 
@@ -26,29 +28,43 @@ type Event struct {
 // History is a bounded ring of the most recent events in RV order. It is
 // guarded by Store.mu.
 type History struct {
-	buf   []Event
-	start int // position of the oldest event
-	n     int // number of events held
+	// maxAge, if set, also drops events appended more than maxAge before
+	// the newest one (by the leader's append time, so every node keeps the
+	// same window).
+	maxAge int64
+	buf    []Event
+	start  int // position of the oldest event
+	n      int // number of events held
 	// dropped is the RV of the newest event that fell out of the ring (0 if
 	// none): a watch from an RV below it cannot be served.
 	dropped uint64
 }
 
-func newHistory(capacity int) *History {
-	return &History{buf: make([]Event, capacity)}
+func newHistory(capacity int, maxAge time.Duration) *History {
+	return &History{buf: make([]Event, capacity), maxAge: int64(maxAge)}
 }
 
 func (h *History) append(evs []Event) {
 	for _, e := range evs {
 		if h.n == len(h.buf) {
-			h.dropped = h.buf[h.start].RV
-			h.buf[h.start] = Event{}
-			h.start = (h.start + 1) % len(h.buf)
-			h.n--
+			h.dropOldest()
 		}
 		h.buf[(h.start+h.n)%len(h.buf)] = e
 		h.n++
 	}
+	if h.maxAge > 0 && len(evs) > 0 {
+		newest := evs[len(evs)-1].At
+		for h.n > 1 && h.buf[h.start].At > 0 && h.buf[h.start].At < newest-h.maxAge {
+			h.dropOldest()
+		}
+	}
+}
+
+func (h *History) dropOldest() {
+	h.dropped = h.buf[h.start].RV
+	h.buf[h.start] = Event{}
+	h.start = (h.start + 1) % len(h.buf)
+	h.n--
 }
 
 func (h *History) reset(evs []Event, dropped uint64) {

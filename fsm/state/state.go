@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	memdb "github.com/hashicorp/go-memdb"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -84,6 +85,8 @@ type Store struct {
 type Config struct {
 	// HistoryEvents is the number of events kept for watch resume (>0).
 	HistoryEvents int
+	// HistoryAge, if set, also bounds the history by age.
+	HistoryAge time.Duration
 	// ListSnapshots is the number of past read snapshots kept for paginated
 	// lists (continue tokens) and exact-version lists (>0).
 	ListSnapshots int
@@ -91,7 +94,7 @@ type Config struct {
 
 // DefaultConfig keeps about as much as kube-apiserver's watch cache.
 func DefaultConfig() Config {
-	return Config{HistoryEvents: 100000, ListSnapshots: 1024}
+	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 1024}
 }
 
 // New returns an empty store.
@@ -110,7 +113,7 @@ func New(cfg Config) *Store {
 		db:        db,
 		published: db.Snapshot(),
 		advanced:  make(chan struct{}),
-		history:   newHistory(cfg.HistoryEvents),
+		history:   newHistory(cfg.HistoryEvents, cfg.HistoryAge),
 		snaps:     newSnapRing(cfg.ListSnapshots),
 	}
 	// The empty state is the view at index 0 and stands for the entries
