@@ -44,15 +44,19 @@ type Store struct {
 	// RVWait bounds how long a read for a resourceVersion this node has
 	// not applied yet waits before failing as too large.
 	RVWait time.Duration
+	// ReadTimeout bounds how long a linearizable read waits for the cluster
+	// (a leader, a quorum) before it fails with 504.
+	ReadTimeout time.Duration
 }
 
 // New returns a Store over c.
 func New(c Cluster) *Store {
 	return &Store{
-		cluster: c,
-		Now:     time.Now,
-		NewUID:  func() types.UID { return types.UID(uuid.NewString()) },
-		RVWait:  3 * time.Second,
+		cluster:     c,
+		Now:         time.Now,
+		NewUID:      func() types.UID { return types.UID(uuid.NewString()) },
+		RVWait:      3 * time.Second,
+		ReadTimeout: 10 * time.Second,
 	}
 }
 
@@ -126,8 +130,8 @@ func (s *Store) view(ctx context.Context, o ReadOptions) (*state.Snapshot, error
 	st := s.cluster.State()
 	switch o.ResourceVersion {
 	case "":
-		if err := s.cluster.LinearizableRead(ctx); err != nil {
-			return nil, ClusterError(err)
+		if err := s.linearizableRead(ctx); err != nil {
+			return nil, err
 		}
 		return st.Snapshot(), nil
 	case "0":
@@ -319,6 +323,7 @@ func preconditionFailed(r *Resource, k state.Key, what, want, have string) error
 // Lease strategy allows; an existing one needs a resourceVersion.
 func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj fsm.StoredObject, o WriteOptions) (runtime.Object, bool, error) {
 	k := key(r, ns, name)
+	confirmed := false
 	for attempt := 0; attempt < 5; attempt++ {
 		cur, err := s.current(ctx, k)
 		if err != nil {
@@ -331,28 +336,53 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj fs
 			}
 			return out, err == nil, err
 		}
-		if obj.GetResourceVersion() == "" {
+		var refusal error
+		rv, perr := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+		switch {
+		case obj.GetResourceVersion() == "":
 			// kube-apiserver names the resource, not the kind, here.
-			return nil, false, apierrors.NewInvalid(schema.GroupKind{Group: r.GroupResource().Group, Kind: r.Name}, name, field.ErrorList{
+			refusal = apierrors.NewInvalid(schema.GroupKind{Group: r.GroupResource().Group, Kind: r.Name}, name, field.ErrorList{
 				field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
-		}
-		rv, err := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
-		if err != nil {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", obj.GetResourceVersion(), err))
-		}
-		if rv > cur.RV && s.catchUp(ctx, rv) {
+		case perr != nil:
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", obj.GetResourceVersion(), perr))
+		case rv > cur.RV && s.catchUp(ctx, rv):
 			continue // this node was behind the client: read again
+		case rv != cur.RV:
+			refusal = conflict(r, name)
+		case obj.GetUID() != "" && string(obj.GetUID()) != cur.UID:
+			refusal = preconditionFailed(r, k, "UID", string(obj.GetUID()), cur.UID)
 		}
-		if rv != cur.RV {
-			return nil, false, conflict(r, name)
-		}
-		if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
-			return nil, false, preconditionFailed(r, k, "UID", string(uid), cur.UID)
+		if refusal != nil {
+			if confirmed {
+				return nil, false, refusal
+			}
+			if err := s.confirm(ctx); err != nil {
+				return nil, false, err
+			}
+			confirmed = true
+			continue
 		}
 		out, err := s.replace(ctx, r, cur, obj, o)
 		return out, false, err
 	}
 	return nil, false, conflict(r, name)
+}
+
+// confirm makes a refusal decided from the leader's local state safe: it
+// proves with a quorum that no newer leader exists and that every write
+// acknowledged so far is applied here, so the caller can decide again from
+// an up-to-date state. Writes that go through the log need no such step.
+func (s *Store) confirm(ctx context.Context) error { return s.linearizableRead(ctx) }
+
+// linearizableRead waits, within ReadTimeout, until this node's state holds
+// every write acknowledged before the call.
+func (s *Store) linearizableRead(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.ReadTimeout)
+	defer cancel()
+	if err := s.cluster.LinearizableRead(ctx); err != nil {
+		return ClusterError(err)
+	}
+	return nil
 }
 
 // replace writes obj over cur: server-owned metadata is kept from cur, the
@@ -416,12 +446,20 @@ type PatchFunc func(cur runtime.Object) (fsm.StoredObject, error)
 func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch PatchFunc, o WriteOptions) (runtime.Object, error) {
 	k := key(r, ns, name)
 	var lastErr error
+	confirmed := false
 	for attempt := 0; attempt < 10; attempt++ {
 		cur, err := s.current(ctx, k)
 		if err != nil {
 			return nil, err
 		}
 		if cur == nil {
+			if !confirmed {
+				if err := s.confirm(ctx); err != nil {
+					return nil, err
+				}
+				confirmed = true
+				continue
+			}
 			return nil, apierrors.NewNotFound(r.GroupResource(), name)
 		}
 		obj, err := patch(cur.Obj)
@@ -434,15 +472,25 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch P
 		if obj.GetNamespace() != ns {
 			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
 		}
+		var refusal error
 		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
 			want, err := strconv.ParseUint(rv, 10, 64)
 			if err == nil && want > cur.RV && s.catchUp(ctx, want) {
 				continue
 			}
-			return nil, conflict(r, name)
+			refusal = conflict(r, name)
+		} else if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
+			refusal = preconditionFailed(r, k, "UID", string(uid), cur.UID)
 		}
-		if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
-			return nil, preconditionFailed(r, k, "UID", string(uid), cur.UID)
+		if refusal != nil {
+			if confirmed {
+				return nil, refusal
+			}
+			if err := s.confirm(ctx); err != nil {
+				return nil, err
+			}
+			confirmed = true
+			continue
 		}
 		out, err := s.replace(ctx, r, cur, obj, o)
 		if !apierrors.IsConflict(err) {
@@ -469,29 +517,35 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o Dele
 		return nil, err
 	}
 	if cur == nil {
-		return nil, apierrors.NewNotFound(r.GroupResource(), name)
+		if err := s.confirm(ctx); err != nil {
+			return nil, err
+		}
+		if cur = s.cluster.State().Snapshot().Get(k); cur == nil {
+			return nil, apierrors.NewNotFound(r.GroupResource(), name)
+		}
 	}
+	// Preconditions are checked by the FSM, at the delete's place in the
+	// log, not against this node's possibly older view.
 	cmd := &fsm.Command{Type: fsm.CmdDelete, Resource: r.Name, Namespace: ns, Name: name}
 	if p := o.Preconditions; p != nil {
-		if p.UID != nil && string(*p.UID) != cur.UID {
-			return nil, preconditionFailed(r, k, "UID", string(*p.UID), cur.UID)
-		}
-		if p.ResourceVersion != nil {
-			have := strconv.FormatUint(cur.RV, 10)
-			if *p.ResourceVersion != have {
-				want, err := strconv.ParseUint(*p.ResourceVersion, 10, 64)
-				if err != nil || want < cur.RV || !s.catchUp(ctx, want) {
-					return nil, preconditionFailed(r, k, "ResourceVersion", *p.ResourceVersion, have)
-				}
-				return s.Delete(ctx, r, ns, name, o)
-			}
-			cmd.ExpectRV = cur.RV
-		}
 		if p.UID != nil {
 			cmd.ExpectUID = string(*p.UID)
 		}
+		if p.ResourceVersion != nil {
+			want, err := strconv.ParseUint(*p.ResourceVersion, 10, 64)
+			if err != nil || want == 0 {
+				return nil, preconditionFailed(r, k, "ResourceVersion", *p.ResourceVersion, strconv.FormatUint(cur.RV, 10))
+			}
+			cmd.ExpectRV = want
+		}
 	}
 	if o.DryRun {
+		if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID {
+			return nil, preconditionFailed(r, k, "UID", cmd.ExpectUID, cur.UID)
+		}
+		if cmd.ExpectRV != 0 && cmd.ExpectRV != cur.RV {
+			return nil, preconditionFailed(r, k, "ResourceVersion", strconv.FormatUint(cmd.ExpectRV, 10), strconv.FormatUint(cur.RV, 10))
+		}
 		return cur.Obj, nil
 	}
 	res, err := s.cluster.Apply(ctx, cmd)
