@@ -177,23 +177,49 @@ func (s *Store) Snapshot() *Snapshot {
 	return &Snapshot{Index: s.applied, Generation: s.generation, txn: s.published.Txn(false)}
 }
 
-// SnapshotAt returns the read view at exactly index idx, if it is still
-// retained. ok is false when idx is older than what is kept; idx newer than
-// the applied index is the caller's to rule out first.
+// SnapshotAt returns the read view at exactly index idx. Recent views are
+// kept as they were; an older one is rebuilt from the current state by
+// undoing the history's events after idx, so any index whose later events
+// are all still in the history can be read. ok is false for an older idx;
+// idx newer than the applied index is the caller's to rule out first.
 func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if idx > s.applied {
+		s.mu.Unlock()
 		return nil, false
 	}
+	gen := s.generation
 	if idx == s.applied {
-		return &Snapshot{Index: idx, Generation: s.generation, txn: s.published.Txn(false)}, true
+		defer s.mu.Unlock()
+		return &Snapshot{Index: idx, Generation: gen, txn: s.published.Txn(false)}, true
 	}
-	db, ok := s.snaps.at(idx)
-	if !ok {
+	if db, ok := s.snaps.at(idx); ok {
+		s.mu.Unlock()
+		return &Snapshot{Index: idx, Generation: gen, txn: db.Txn(false)}, true
+	}
+	if idx < s.history.dropped {
+		s.mu.Unlock()
 		return nil, false
 	}
-	return &Snapshot{Index: idx, Generation: s.generation, txn: db.Txn(false)}, true
+	later := s.history.since(idx)
+	db := s.published.Snapshot() // a private copy to undo into
+	s.mu.Unlock()
+
+	txn := db.Txn(true)
+	for i := len(later) - 1; i >= 0; i-- {
+		e := later[i]
+		var err error
+		if e.Prev == nil {
+			err = txn.Delete(table, &stored{id: e.Object.ID(), obj: e.Object})
+		} else {
+			err = txn.Insert(table, &stored{id: e.Prev.ID(), obj: e.Prev})
+		}
+		if err != nil {
+			panic(fmt.Sprintf("state: undo event %d on %s: %v", e.RV, e.Object.Key, err))
+		}
+	}
+	txn.Commit()
+	return &Snapshot{Index: idx, Generation: gen, txn: db.Txn(false)}, true
 }
 
 // Get returns the object under k, or nil.
