@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.etcd.io/bbolt"
 
 	"github.com/leasehold/leasehold/fsm"
@@ -60,6 +61,8 @@ type Config struct {
 
 	State  state.Config
 	Logger hclog.Logger
+	// Registerer, if set, receives the node's metrics.
+	Registerer prometheus.Registerer
 }
 
 func (c *Config) setDefaults() {
@@ -90,13 +93,14 @@ type Node struct {
 	cfg    Config
 	logger hclog.Logger
 
-	raft   *raft.Raft
-	fsm    *fsm.FSM
-	state  *state.Store
-	mux    *transport.Mux
-	client *transport.Client
-	bolt   *raftboltdb.BoltStore
-	trans  *raft.NetworkTransport
+	raft     *raft.Raft
+	fsm      *fsm.FSM
+	fsmTypes fsm.Types
+	state    *state.Store
+	mux      *transport.Mux
+	client   *transport.Client
+	bolt     *raftboltdb.BoltStore
+	trans    *raft.NetworkTransport
 
 	// forward handles writes forwarded to this node; set by the API.
 	forward atomic.Pointer[ForwardFunc]
@@ -141,7 +145,8 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		notifyCh: make(chan bool, 16),
 		stopCh:   make(chan struct{}),
 	}
-	n.fsm = fsm.New(n.state, fsm.DefaultTypes(), cfg.Logger.Named("fsm"))
+	n.fsmTypes = fsm.DefaultTypes()
+	n.fsm = fsm.New(n.state, n.fsmTypes, cfg.Logger.Named("fsm"))
 	n.readyReason = "no leader is known yet"
 
 	// Keep fsync on; keep bbolt's freelist out of every commit (it is
@@ -212,6 +217,11 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	if cfg.Registerer != nil {
+		if err := cfg.Registerer.Register(newCollector(n)); err != nil {
+			n.logger.Warn("metrics not registered", "error", err)
+		}
+	}
 	mux.Serve(rpcHandler{n})
 	n.wg.Add(2)
 	go n.watchLeadership()
@@ -527,7 +537,6 @@ func (n *Node) Close() error { return n.shutdown(true) }
 // Crash stops the node the way a crash looks to its peers: no leadership
 // transfer, the others notice only by missing heartbeats. Tests use it.
 func (n *Node) Crash() error { return n.shutdown(false) }
-
 
 func (n *Node) shutdown(transfer bool) error {
 	n.closeMu.Lock()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,9 @@ type Config struct {
 	Node   *cluster.Node
 	Store  *registry.Store
 	Logger hclog.Logger
-	// Gatherer serves /metrics.
-	Gatherer prometheus.Gatherer
+	// Registerer receives the API's metrics; Gatherer serves /metrics.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
 	// WriteTimeout bounds how long a write waits for a leader.
 	WriteTimeout time.Duration
 }
@@ -37,6 +39,7 @@ type Server struct {
 	logger       hclog.Logger
 	writeTimeout time.Duration
 	router       *mux.Router
+	metrics      *metrics
 }
 
 // New builds the API and registers it with the node as the handler of
@@ -48,10 +51,11 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 5 * time.Second
 	}
-	if cfg.Gatherer == nil {
-		cfg.Gatherer = prometheus.NewRegistry()
+	if cfg.Registerer == nil || cfg.Gatherer == nil {
+		reg := prometheus.NewRegistry()
+		cfg.Registerer, cfg.Gatherer = reg, reg
 	}
-	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout}
+	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout, metrics: newMetrics(cfg.Registerer)}
 	s.router = s.routes(cfg.Gatherer)
 	cfg.Node.SetForwardHandler(s.serveForwarded)
 	return s
@@ -78,6 +82,7 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.HandleFunc("/apis", s.groupList)
 
 	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
+	grp.Use(s.metrics.instrument)
 	grp.HandleFunc("", s.group)
 	grp.HandleFunc("/", s.group)
 	grp.HandleFunc("/{version}", s.versionResources)
@@ -218,9 +223,11 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 			Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
 		})
 		if err != nil {
+			s.metrics.forwarded.WithLabelValues("0").Inc()
 			s.writeError(w, req, registry.ClusterError(err))
 			return
 		}
+		s.metrics.forwarded.WithLabelValues(strconv.Itoa(resp.Status)).Inc()
 		for k, v := range resp.Header {
 			w.Header()[k] = v
 		}

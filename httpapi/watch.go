@@ -130,6 +130,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		evs, err := watcher.Next(nctx)
 		ncancel()
 		if err != nil {
+			if apierrors.IsResourceExpired(err) {
+				s.metrics.watchExpiry.Inc()
+			}
 			st := s.statusOf(req, err)
 			send(watch.Event{Type: watch.Error, Object: st})
 			flush()

@@ -71,6 +71,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 	for i, p := range cfg.InitialCluster {
 		peers[i] = cluster.Peer{Name: p.Name, Addr: p.Addr}
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	node, err := cluster.New(cluster.Config{
 		Name:              cfg.Name,
 		DataDir:           cfg.DataDir,
@@ -83,18 +85,18 @@ func serve(cfg Config, logger hclog.Logger) error {
 		WriteTimeout:      cfg.WriteTimeout,
 		State:             state.Config{HistoryEvents: int(cfg.WatchHistory), HistoryAge: cfg.WatchHistoryAge},
 		Logger:            logger,
+		Registerer:        reg,
 	}, mux)
 	if err != nil {
 		mux.Close()
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	api := httpapi.New(httpapi.Config{
 		Node:         node,
 		Store:        registry.New(node),
 		Logger:       logger.Named("api"),
+		Registerer:   reg,
 		Gatherer:     reg,
 		WriteTimeout: cfg.WriteTimeout,
 	})

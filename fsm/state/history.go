@@ -137,3 +137,10 @@ func (s *Store) Generation() uint64 {
 	defer s.mu.Unlock()
 	return s.generation
 }
+
+// HistoryLen is the number of events held in the history.
+func (s *Store) HistoryLen() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.history.n
+}

@@ -1,0 +1,68 @@
+package cluster
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exports the node's Raft and state figures at scrape time, so
+// nothing is kept up to date on the write path.
+type collector struct {
+	n *Node
+
+	leader, term, commit, applied, lastContact *prometheus.Desc
+	objects, history, readiness                *prometheus.Desc
+}
+
+func newCollector(n *Node) *collector {
+	return &collector{
+		n:           n,
+		leader:      prometheus.NewDesc("leasehold_raft_leader", "1 if this node is the Raft leader, else 0.", nil, nil),
+		term:        prometheus.NewDesc("leasehold_raft_term", "Current Raft term.", nil, nil),
+		commit:      prometheus.NewDesc("leasehold_raft_commit_index", "Raft commit index as this node knows it.", nil, nil),
+		applied:     prometheus.NewDesc("leasehold_fsm_applied_index", "Index of the last log entry whose effects readers see on this node.", nil, nil),
+		lastContact: prometheus.NewDesc("leasehold_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil),
+		objects:     prometheus.NewDesc("leasehold_objects", "Objects stored, by resource.", []string{"resource"}, nil),
+		history:     prometheus.NewDesc("leasehold_watch_history_events", "Events held in the watch history.", nil, nil),
+		readiness:   prometheus.NewDesc("leasehold_ready", "1 if the node is ready to serve (knows a leader and has caught up), else 0.", nil, nil),
+	}
+}
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.leader, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness} {
+		ch <- d
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	n := c.n
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	isLeader := n.raft.State() == raft.Leader
+	gauge(c.leader, b2f(isLeader))
+	gauge(c.term, float64(n.raft.CurrentTerm()))
+	gauge(c.commit, float64(n.raft.CommitIndex()))
+	gauge(c.applied, float64(n.state.AppliedIndex()))
+	if isLeader {
+		gauge(c.lastContact, 0)
+	} else if t := n.raft.LastContact(); !t.IsZero() {
+		gauge(c.lastContact, time.Since(t).Seconds())
+	}
+	sn := n.state.Snapshot()
+	for resource := range n.fsmTypes {
+		gauge(c.objects, float64(sn.Count(resource)), resource)
+	}
+	gauge(c.history, float64(n.state.HistoryLen()))
+	ready, _ := n.Ready()
+	gauge(c.readiness, b2f(ready))
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
