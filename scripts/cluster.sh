@@ -115,7 +115,11 @@ node_pid() {
 	[[ -f $f ]] || return 1
 	pid=$(head -n 1 "$f" 2>/dev/null) || return 1
 	is_uint "$pid" && ((pid > 1)) || return 1
-	cmdline "$pid" | grep -Fxq -- "--data-dir=$(data_dir "$1")" || return 1
+	# No `cmdline | grep -q` here: grep exits at the first match, and under pipefail
+	# the SIGPIPE of the (line-buffered) writer made a live node look gone.
+	local args
+	args=$(cmdline "$pid") || return 1
+	[[ $'\n'$args$'\n' == *$'\n'"--data-dir=$(data_dir "$1")"$'\n'* ]] || return 1
 	echo "$pid"
 }
 
@@ -172,8 +176,9 @@ build_if_needed() {
 	local newer=""
 	[[ ${1:-} == missing-only && -x $BIN ]] && return 0
 	if [[ -x $BIN ]]; then
-		newer=$(find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/data" -o -path "$ROOT/bin" -o -path "$DATA" \) -prune \
-			-o \( -name '*.go' -o -name go.mod -o -name go.sum \) -newer "$BIN" -print 2>/dev/null | head -n 1)
+		# `|| true`: head exits after one line; under pipefail find's SIGPIPE must not kill the script
+		newer=$({ find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/data" -o -path "$ROOT/bin" -o -path "$DATA" \) -prune \
+			-o \( -name '*.go' -o -name go.mod -o -name go.sum \) -newer "$BIN" -print 2>/dev/null || true; } | head -n 1)
 		[[ -n $newer ]] || return 0
 	fi
 	say "building $BIN${newer:+ ($newer changed)}"

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	coordv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// runBinary runs the binary to completion (bounded) and returns its exit
+// code, stdout and stderr.
+func runBinary(t *testing.T, env []string, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd.Dir = t.TempDir()
+	cmd.Env = env
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("leasehold %s did not exit within 20s (stderr: %s)", strings.Join(args, " "), stderr.String())
+	}
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("run leasehold %s: %v", strings.Join(args, " "), err)
+	}
+	return cmd.ProcessState.ExitCode(), stdout.String(), stderr.String()
+}
+
+// assertUsageError checks for exit status 2 with a one-line reason on stderr
+// that contains every word in mention.
+func assertUsageError(t *testing.T, code int, stderr string, mention ...string) {
+	t.Helper()
+	if code != 2 {
+		t.Errorf("exit status %d, want 2 (stderr %q)", code, stderr)
+	}
+	line := strings.TrimRight(stderr, "\n")
+	if line == "" || strings.Contains(line, "\n") {
+		t.Errorf("stderr should be one line with the reason, got %q", stderr)
+	}
+	for _, m := range mention {
+		if !strings.Contains(line, m) {
+			t.Errorf("stderr %q does not mention %q", line, m)
+		}
+	}
+}
+
+func TestCLIHelpListsEveryFlag(t *testing.T) {
+	code, stdout, stderr := runBinary(t, cleanEnv(), "--help")
+	if code != 0 {
+		t.Fatalf("--help: exit status %d, want 0 (stderr %q)", code, stderr)
+	}
+	// The flags of CLI.md, and the ones these tests use.
+	for _, f := range []string{
+		"name", "data-dir", "api-addr", "peer-addr", "initial-cluster", "join", "log-level",
+		"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-auth-file",
+		"raft-heartbeat-timeout", "snapshot-threshold", "snapshot-interval", "trailing-logs",
+	} {
+		if !strings.Contains(stdout, "--"+f+" ") && !strings.Contains(stdout, "--"+f+"\n") && !strings.Contains(stdout, "--"+f+"=") {
+			t.Errorf("--help does not list --%s on stdout", f)
+		}
+	}
+	if t.Failed() {
+		t.Logf("stdout:\n%s", stdout)
+	}
+}
+
+func TestCLIUnknownFlagExits2(t *testing.T) {
+	code, _, stderr := runBinary(t, cleanEnv(), "--no-such-flag", "x")
+	assertUsageError(t, code, stderr, "no-such-flag")
+}
+
+func TestCLIURLAsAPIAddrExits2(t *testing.T) {
+	code, _, stderr := runBinary(t, cleanEnv(), "--api-addr", "http://x")
+	assertUsageError(t, code, stderr, "--api-addr")
+}
+
+func TestCLIBadEnvValueExits2(t *testing.T) {
+	code, _, stderr := runBinary(t, cleanEnv("LEASEHOLD_API_ADDR=http://x"))
+	assertUsageError(t, code, stderr, "LEASEHOLD_API_ADDR")
+}
+
+// singleNode runs one node (no --initial-cluster: it is its own cluster)
+// in its own process group, stops it with SIGTERM at the end (exit 0 within
+// 10 s) and prints its log when the test failed.
+type singleNode struct {
+	t       *testing.T
+	cmd     *exec.Cmd
+	done    chan struct{}
+	logPath string
+}
+
+func startSingle(t *testing.T, dir string, env []string, args ...string) *singleNode {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), "node.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(binPath, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s := &singleNode{t: t, cmd: cmd, done: make(chan struct{}), logPath: logPath}
+	go func() {
+		_ = cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-s.done:
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
+		if t.Failed() {
+			t.Logf("--- node log:\n%s", tailFile(logPath, 40))
+		}
+	})
+	return s
+}
+
+// waitReady polls /readyz on addr until 200 (bounded); it fails if the
+// process exits first.
+func (s *singleNode) waitReady(addr string) {
+	s.t.Helper()
+	if !s.waitReadyOrExit(addr) {
+		s.t.Fatalf("node exited (%s) before %s was ready", s.cmd.ProcessState, addr)
+	}
+}
+
+// waitReadyOrExit is waitReady that returns false when the process exited
+// before it was ready.
+func (s *singleNode) waitReadyOrExit(addr string) bool {
+	s.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body, err := getReady(addr)
+		if err == nil && code == http.StatusOK {
+			return true
+		}
+		select {
+		case <-s.done:
+			return false
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s not ready after 30s: %d %s %v", addr, code, body, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and expects exit status 0 within 10 s.
+func (s *singleNode) stop() {
+	s.t.Helper()
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		s.t.Fatalf("node did not exit within 10s of SIGTERM")
+	}
+	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+		s.t.Errorf("exit status %d after SIGTERM, want 0", code)
+	}
+}
+
+// writeAndRead creates a Lease through the API at addr and reads it back.
+func writeAndRead(t *testing.T, addr string) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(clientConfig(addr, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	holder := "cli-test"
+	created, err := cs.CoordinationV1().Leases("default").Create(ctx, &coordv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "cli"},
+		Spec:       coordv1.LeaseSpec{HolderIdentity: &holder},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create through %s: %v", addr, err)
+	}
+	got, err := cs.CoordinationV1().Leases("default").Get(ctx, "cli", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("get through %s: %v", addr, err)
+	}
+	if got.ResourceVersion != created.ResourceVersion {
+		t.Errorf("read back resourceVersion %s, created %s", got.ResourceVersion, created.ResourceVersion)
+	}
+}
+
+// assertNotListening fails if something accepts connections on addr.
+func assertNotListening(t *testing.T, addr string) {
+	t.Helper()
+	if resp, err := httpc.Get("http://" + addr + "/livez"); err == nil {
+		resp.Body.Close()
+		t.Errorf("something answers on %s, which the node should not use", addr)
+	}
+}
+
+func TestCLIEnvAPIAddrAndFlagWins(t *testing.T) {
+	ports := freePorts(t, 4)
+	envAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	flagAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
+
+	t.Run("env", func(t *testing.T) {
+		dir := t.TempDir()
+		env := cleanEnv("LEASEHOLD_API_ADDR="+envAddr, "LEASEHOLD_NO_SUCH_SETTING=ignored")
+		n := startSingle(t, dir, env,
+			"--name", "envnode", "--data-dir", filepath.Join(dir, "data"),
+			"--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]))
+		n.waitReady(envAddr)
+		st, err := getStatus(envAddr)
+		if err != nil || st.Name != "envnode" {
+			t.Fatalf("status on %s: %+v %v; want name envnode", envAddr, st, err)
+		}
+		writeAndRead(t, envAddr)
+		n.stop()
+	})
+
+	t.Run("flag wins", func(t *testing.T) {
+		dir := t.TempDir()
+		env := cleanEnv("LEASEHOLD_API_ADDR=" + envAddr)
+		n := startSingle(t, dir, env,
+			"--name", "flagnode", "--data-dir", filepath.Join(dir, "data"),
+			"--api-addr", flagAddr,
+			"--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[3]))
+		n.waitReady(flagAddr)
+		st, err := getStatus(flagAddr)
+		if err != nil || st.Name != "flagnode" {
+			t.Fatalf("status on %s: %+v %v; want name flagnode", flagAddr, st, err)
+		}
+		assertNotListening(t, envAddr)
+		n.stop()
+	})
+}
+
+func TestCLINoFlagsServesOnDefaults(t *testing.T) {
+	const api, peer = 7001, 8001
+	for _, p := range []int{api, peer} {
+		if !portFree(p) {
+			t.Skipf("port 127.0.0.1:%d is busy (another leasehold or service runs here), so the no-flag defaults (API 127.0.0.1:%d, peer 127.0.0.1:%d) cannot be tested", p, api, peer)
+		}
+	}
+	dir := t.TempDir()
+	n := startSingle(t, dir, cleanEnv())
+	addr := fmt.Sprintf("127.0.0.1:%d", api)
+	if !n.waitReadyOrExit(addr) {
+		// Someone (another test run, a cluster.sh cluster) may have taken
+		// the port between the check above and the node's listen.
+		if log := tailFile(n.logPath, 40); strings.Contains(log, "address already in use") {
+			t.Skipf("a default port was taken by another process while the node started, so the no-flag defaults cannot be tested:\n%s", log)
+		}
+		t.Fatalf("node with no flags exited (%s) before %s was ready", n.cmd.ProcessState, addr)
+	}
+	st, err := getStatus(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Name != "node1" || st.State != "leader" || len(st.Members) != 1 {
+		t.Errorf("status %+v, want node1 alone and leader", st)
+	}
+	writeAndRead(t, addr)
+	if fi, err := os.Stat(filepath.Join(dir, "data", "node1")); err != nil || !fi.IsDir() {
+		t.Errorf("no data in ./data/node1 of the working directory: %v", err)
+	}
+	n.stop()
+}
