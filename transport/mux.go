@@ -218,11 +218,20 @@ type raftLayer struct{ m *Mux }
 func (l raftLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.m.raftCh:
-		return c, nil
+		// A connection queued before Close is not handed out after it.
+		select {
+		case <-l.m.done:
+			c.Close()
+			return nil, errMuxClosed
+		default:
+			return c, nil
+		}
 	case <-l.m.done:
-		return nil, errors.New("transport: mux closed")
+		return nil, errMuxClosed
 	}
 }
+
+var errMuxClosed = errors.New("transport: mux closed")
 
 // Close is a no-op: the mux owns the listener and is closed after Raft.
 func (l raftLayer) Close() error { return nil }
