@@ -133,13 +133,11 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if err := checkPreconditions(k, cur, cmd); err != nil {
 			return &Result{Err: err}
 		}
-		tomb := *cur
-		tomb.RV = l.Index
 		o := cur.Obj.DeepCopyObject().(StoredObject)
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
-		tomb.Obj = o
-		txn.Delete(cur, &tomb, at)
-		return &Result{Object: &tomb}
+		tomb := &state.Object{Key: cur.Key, RV: l.Index, UID: cur.UID, Data: cur.Data, Obj: o}
+		txn.Delete(cur, tomb, at)
+		return &Result{Object: tomb}
 	case CmdNoop:
 		return &Result{}
 	}

@@ -120,8 +120,8 @@ type Since struct {
 
 // EventsSince returns the events with RV > rv up to the applied index.
 func (s *Store) EventsSince(rv uint64) Since {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	out := Since{Applied: s.applied, Oldest: s.history.dropped, Generation: s.generation}
 	if rv < s.history.dropped {
 		out.Expired = true
@@ -133,14 +133,14 @@ func (s *Store) EventsSince(rv uint64) Since {
 
 // Generation counts the snapshot installs that replaced the state.
 func (s *Store) Generation() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.generation
 }
 
 // HistoryLen is the number of events held in the history.
 func (s *Store) HistoryLen() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.history.n
 }

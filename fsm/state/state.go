@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	memdb "github.com/hashicorp/go-memdb"
@@ -36,6 +37,32 @@ type Object struct {
 	Data []byte
 	// Obj is Data decoded, with resourceVersion set. Never mutate it.
 	Obj runtime.Object
+
+	// encodings caches Obj's wire encodings, one slot per format, so that
+	// an object sent to a thousand watchers is encoded once.
+	encodings [EncodingSlots]atomic.Pointer[[]byte]
+}
+
+// Encoding slots of Object.Encoding.
+const (
+	EncodingJSON = iota
+	EncodingProtobuf
+	EncodingSlots
+)
+
+// Encoding returns Obj encoded in the format of slot, computing it with enc
+// the first time. Concurrent first calls may both encode; either result is
+// kept.
+func (o *Object) Encoding(slot int, enc func(runtime.Object) ([]byte, error)) ([]byte, error) {
+	if b := o.encodings[slot].Load(); b != nil {
+		return *b, nil
+	}
+	b, err := enc(o.Obj)
+	if err != nil {
+		return nil, err
+	}
+	o.encodings[slot].Store(&b)
+	return b, nil
 }
 
 // ID is the object's primary index value (used by memdb).
@@ -65,7 +92,9 @@ type stored struct {
 // Writes come only from the FSM goroutine through Begin/Commit. Lock order:
 // mu is never held while calling out of the package.
 type Store struct {
-	mu sync.Mutex
+	// mu guards the fields below; the FSM goroutine takes it to publish,
+	// readers share it.
+	mu sync.RWMutex
 	// db is written only by the FSM goroutine; readers use published, the
 	// view at the applied index.
 	db        *memdb.MemDB
@@ -133,17 +162,17 @@ func mustNewDB() *memdb.MemDB {
 // AppliedIndex is the index of the last log entry whose effects are visible
 // to readers.
 func (s *Store) AppliedIndex() uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.applied
 }
 
 // WaitApplied blocks until the applied index reaches idx or ctx ends.
 func (s *Store) WaitApplied(ctx context.Context, idx uint64) error {
 	for {
-		s.mu.Lock()
+		s.mu.RLock()
 		applied, ch := s.applied, s.advanced
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		if applied >= idx {
 			return nil
 		}
@@ -157,8 +186,8 @@ func (s *Store) WaitApplied(ctx context.Context, idx uint64) error {
 
 // Changed returns a channel closed at the next commit or restore.
 func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return s.advanced
 }
 
@@ -172,8 +201,8 @@ type Snapshot struct {
 
 // Snapshot returns a read view of the latest applied state.
 func (s *Store) Snapshot() *Snapshot {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	return &Snapshot{Index: s.applied, Generation: s.generation, txn: s.published.Txn(false)}
 }
 
@@ -183,27 +212,27 @@ func (s *Store) Snapshot() *Snapshot {
 // are all still in the history can be read. ok is false for an older idx;
 // idx newer than the applied index is the caller's to rule out first.
 func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
-	s.mu.Lock()
+	s.mu.RLock()
 	if idx > s.applied {
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		return nil, false
 	}
 	gen := s.generation
 	if idx == s.applied {
-		defer s.mu.Unlock()
+		defer s.mu.RUnlock()
 		return &Snapshot{Index: idx, Generation: gen, txn: s.published.Txn(false)}, true
 	}
 	if db, ok := s.snaps.at(idx); ok {
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		return &Snapshot{Index: idx, Generation: gen, txn: db.Txn(false)}, true
 	}
 	if idx < s.history.dropped {
-		s.mu.Unlock()
+		s.mu.RUnlock()
 		return nil, false
 	}
 	later := s.history.since(idx)
 	db := s.published.Snapshot() // a private copy to undo into
-	s.mu.Unlock()
+	s.mu.RUnlock()
 
 	txn := db.Txn(true)
 	for i := len(later) - 1; i >= 0; i-- {
@@ -386,12 +415,12 @@ func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64)
 // newest event already dropped from it) at one applied index, for a Raft
 // snapshot.
 func (s *Store) Dump() (objs []*Object, events []Event, dropped, applied uint64) {
-	s.mu.Lock()
+	s.mu.RLock()
 	txn := s.published.Txn(false)
 	applied = s.applied
 	events = s.history.all()
 	dropped = s.history.dropped
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	it, err := txn.Get(table, "id")
 	if err != nil {
 		panic(fmt.Sprintf("state: dump: %v", err))
