@@ -1,0 +1,467 @@
+// Command leasebench drives a running leasehold cluster through the
+// Kubernetes REST API the way clients do, and reports throughput and
+// latency percentiles.
+//
+//	leasebench [flags] renew|get|get0|watch|mixed
+//
+// renew: C clients each own a disjoint set of the K Leases and renew them
+// in a loop with PUT carrying the resourceVersion of the last answer, as
+// client-go's leader election does (409 → GET, then go on).
+// get: linearizable GETs on followers; get0: GETs with resourceVersion=0.
+// watch: W watchers on one node while renew runs; reports event delivery
+// lag (the watcher's clock minus the renewTime the writer set).
+// mixed: 90 % renew, 8 % get, 2 % namespace list.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+type config struct {
+	endpoints []string
+	workload  string
+	duration  time.Duration
+	clients   int
+	leases    int
+	watchers  int
+	watchNode int
+	rate      float64 // total writes per second, 0 = as fast as possible
+	namespace string
+	jsonOut   string
+	label     string
+}
+
+func main() {
+	var cfg config
+	var endpoints string
+	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
+	fs.StringVar(&endpoints, "endpoints", "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003", "API URLs of the nodes, comma separated; the first is assumed to be the leader only for reporting")
+	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to measure")
+	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients")
+	fs.IntVar(&cfg.leases, "leases", 1000, "Leases to work on")
+	fs.IntVar(&cfg.watchers, "watchers", 1000, "watchers (watch workload)")
+	fs.IntVar(&cfg.watchNode, "watch-node", 1, "index of the endpoint the watchers use (watch workload)")
+	fs.Float64Var(&cfg.rate, "rate", 0, "total write rate per second (0: unthrottled)")
+	fs.StringVar(&cfg.namespace, "namespace", "leasebench", "namespace of the Leases")
+	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
+	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(os.Args[1:]); err != nil {
+		os.Exit(2)
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		os.Exit(2)
+	}
+	cfg.workload = fs.Arg(0)
+	cfg.endpoints = strings.Split(endpoints, ",")
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	res, err := run(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leasebench:", err)
+		os.Exit(1)
+	}
+	res.print(os.Stdout)
+	if cfg.jsonOut != "" {
+		b, _ := json.MarshalIndent(res, "", "  ")
+		if cfg.jsonOut == "-" {
+			fmt.Println(string(b))
+		} else if err := os.WriteFile(cfg.jsonOut, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "leasebench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// Result is one run's figures; latencies in milliseconds.
+type Result struct {
+	Label     string             `json:"label,omitempty"`
+	Workload  string             `json:"workload"`
+	Clients   int                `json:"clients"`
+	Leases    int                `json:"leases"`
+	Watchers  int                `json:"watchers,omitempty"`
+	Seconds   float64            `json:"seconds"`
+	Ops       int64              `json:"ops"`
+	OpsPerSec float64            `json:"opsPerSec"`
+	Conflicts int64              `json:"conflicts"`
+	Errors    int64              `json:"errors"`
+	Latency   Percentiles        `json:"latencyMs"`
+	Lag       *Percentiles       `json:"watchLagMs,omitempty"`
+	Events    int64              `json:"watchEvents,omitempty"`
+	ByOp      map[string]float64 `json:"opsPerSecByKind,omitempty"`
+}
+
+// Percentiles of a latency distribution, in milliseconds.
+type Percentiles struct {
+	P50, P90, P99, P999, Max float64
+}
+
+func percentiles(h *hdrhistogram.Histogram) Percentiles {
+	ms := func(us int64) float64 { return float64(us) / 1000 }
+	return Percentiles{
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P99: ms(h.ValueAtQuantile(99)),
+		P999: ms(h.ValueAtQuantile(99.9)), Max: ms(h.Max()),
+	}
+}
+
+func (r *Result) print(w io.Writer) {
+	fmt.Fprintf(w, "%-8s %-16s clients=%-4d leases=%-6d ops/s=%-9.0f p50=%.2fms p90=%.2fms p99=%.2fms p99.9=%.2fms max=%.2fms conflicts=%d errors=%d\n",
+		r.Workload, r.Label, r.Clients, r.Leases, r.OpsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Conflicts, r.Errors)
+	if r.Lag != nil {
+		fmt.Fprintf(w, "         watchers=%d events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
+			r.Watchers, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
+	}
+}
+
+// bench holds the shared state of one run.
+type bench struct {
+	cfg    config
+	client *http.Client
+	lat    *hdrhistogram.Histogram
+	latMu  sync.Mutex
+	ops    atomic.Int64
+	conf   atomic.Int64
+	errs   atomic.Int64
+	kinds  sync.Map // kind → *atomic.Int64
+}
+
+func (b *bench) url(node int, name string) string {
+	u := fmt.Sprintf("%s/apis/coordination.k8s.io/v1/namespaces/%s/leases", b.cfg.endpoints[node%len(b.cfg.endpoints)], b.cfg.namespace)
+	if name != "" {
+		u += "/" + name
+	}
+	return u
+}
+
+func (b *bench) record(kind string, d time.Duration) {
+	b.ops.Add(1)
+	v, _ := b.kinds.LoadOrStore(kind, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+	b.latMu.Lock()
+	_ = b.lat.RecordValue(d.Microseconds())
+	b.latMu.Unlock()
+}
+
+func run(ctx context.Context, cfg config) (*Result, error) {
+	tr := &http.Transport{MaxIdleConns: 4 * cfg.clients, MaxIdleConnsPerHost: 2 * cfg.clients, IdleConnTimeout: time.Minute}
+	b := &bench{cfg: cfg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, lat: hdrhistogram.New(1, 60_000_000, 3)}
+	leases, err := b.setup(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
+
+	var lag *lagRecorder
+	var watchWG sync.WaitGroup
+	wctx, wcancel := context.WithCancel(ctx)
+	defer wcancel()
+	if cfg.workload == "watch" {
+		lag = &lagRecorder{h: hdrhistogram.New(1, 60_000_000, 3)}
+		res.Watchers = cfg.watchers
+		if err := b.startWatchers(wctx, &watchWG, lag); err != nil {
+			return nil, err
+		}
+	}
+
+	var limiter <-chan time.Time
+	if cfg.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.rate))
+		defer t.Stop()
+		limiter = t.C
+	}
+	mctx, mcancel := context.WithTimeout(ctx, cfg.duration)
+	defer mcancel()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for c := range cfg.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.client1(mctx, c, leases, limiter)
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start).Seconds()
+	wcancel()
+	watchWG.Wait()
+
+	res.Seconds = elapsed
+	res.Ops = b.ops.Load()
+	res.OpsPerSec = float64(res.Ops) / elapsed
+	res.Conflicts = b.conf.Load()
+	res.Errors = b.errs.Load()
+	res.Latency = percentiles(b.lat)
+	res.ByOp = map[string]float64{}
+	b.kinds.Range(func(k, v any) bool {
+		res.ByOp[k.(string)] = float64(v.(*atomic.Int64).Load()) / elapsed
+		return true
+	})
+	if lag != nil {
+		p := percentiles(lag.h)
+		res.Lag = &p
+		res.Events = lag.n.Load()
+	}
+	return res, nil
+}
+
+// lease is a client's view of one Lease: its name and last resourceVersion.
+type lease struct {
+	name string
+	obj  coordinationv1.Lease
+}
+
+// setup creates (or adopts) the Leases the run works on.
+func (b *bench) setup(ctx context.Context) ([]*lease, error) {
+	leases := make([]*lease, b.cfg.leases)
+	errc := make(chan error, 16)
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i := range leases {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			l := &lease{name: fmt.Sprintf("lease-%06d", i)}
+			now := metav1.NowMicro()
+			dur := int32(15)
+			holder := fmt.Sprintf("holder-%d", i)
+			l.obj = coordinationv1.Lease{
+				TypeMeta:   metav1.TypeMeta{Kind: "Lease", APIVersion: "coordination.k8s.io/v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: b.cfg.namespace},
+				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now},
+			}
+			code, body, err := b.do(ctx, http.MethodPost, b.url(i, ""), &l.obj)
+			if err == nil && code == http.StatusConflict {
+				code, body, err = b.do(ctx, http.MethodGet, b.url(i, l.name), nil)
+			}
+			if err == nil && code/100 != 2 {
+				err = fmt.Errorf("create %s: HTTP %d: %s", l.name, code, body)
+			}
+			if err == nil {
+				err = json.Unmarshal(body, &l.obj)
+			}
+			if err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+				return
+			}
+			leases[i] = l
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return nil, err
+	default:
+	}
+	return leases, nil
+}
+
+func (b *bench) do(ctx context.Context, method, url string, obj any) (int, []byte, error) {
+	var body io.Reader
+	if obj != nil {
+		raw, err := json.Marshal(obj)
+		if err != nil {
+			return 0, nil, err
+		}
+		body = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, body)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// client1 is one client's loop until ctx ends.
+func (b *bench) client1(ctx context.Context, c int, leases []*lease, limiter <-chan time.Time) {
+	var own []*lease
+	for i := c; i < len(leases); i += b.cfg.clients {
+		own = append(own, leases[i])
+	}
+	rng := rand.New(rand.NewPCG(uint64(c), 7))
+	node := c // spread clients over the nodes
+	for i := 0; ctx.Err() == nil; i++ {
+		if limiter != nil {
+			select {
+			case <-limiter:
+			case <-ctx.Done():
+				return
+			}
+		}
+		kind := b.cfg.workload
+		if kind == "mixed" {
+			switch r := rng.IntN(100); {
+			case r < 90:
+				kind = "renew"
+			case r < 98:
+				kind = "get"
+			default:
+				kind = "list"
+			}
+		}
+		switch kind {
+		case "renew", "watch":
+			if len(own) == 0 {
+				return
+			}
+			b.renew(ctx, node, own[i%len(own)])
+		case "get", "get0":
+			// Followers only: the node after the first endpoint.
+			n := 1 + rng.IntN(max(len(b.cfg.endpoints)-1, 1))
+			url := b.url(n, leases[rng.IntN(len(leases))].name)
+			if kind == "get0" {
+				url += "?resourceVersion=0"
+			}
+			b.timed(ctx, "get", http.MethodGet, url)
+		case "list":
+			b.timed(ctx, "list", http.MethodGet, b.url(node, "")+"?limit=500")
+		}
+	}
+}
+
+func (b *bench) timed(ctx context.Context, kind, method, url string) {
+	start := time.Now()
+	code, _, err := b.do(ctx, method, url, nil)
+	if err != nil || code != http.StatusOK {
+		if ctx.Err() == nil {
+			b.errs.Add(1)
+		}
+		return
+	}
+	b.record(kind, time.Since(start))
+}
+
+// renew is one leader-election renewal: PUT with the last resourceVersion.
+func (b *bench) renew(ctx context.Context, node int, l *lease) {
+	now := metav1.NowMicro()
+	l.obj.Spec.RenewTime = &now
+	start := time.Now()
+	code, body, err := b.do(ctx, http.MethodPut, b.url(node, l.name), &l.obj)
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			b.errs.Add(1)
+		}
+	case code == http.StatusOK:
+		b.record("renew", time.Since(start))
+		if err := json.Unmarshal(body, &l.obj); err != nil {
+			b.errs.Add(1)
+		}
+	case code == http.StatusConflict:
+		b.conf.Add(1)
+		if code, body, err := b.do(ctx, http.MethodGet, b.url(node, l.name), nil); err == nil && code == http.StatusOK {
+			_ = json.Unmarshal(body, &l.obj)
+		}
+	default:
+		b.errs.Add(1)
+	}
+}
+
+var renewTimeKey = []byte(`"renewTime":"`)
+
+type lagRecorder struct {
+	mu sync.Mutex
+	h  *hdrhistogram.Histogram
+	n  atomic.Int64
+}
+
+// startWatchers opens the watches from the current resourceVersion and
+// records, for every MODIFIED event, now minus the renewTime in it.
+func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagRecorder) error {
+	code, body, err := b.do(ctx, http.MethodGet, b.url(b.cfg.watchNode, "")+"?limit=1", nil)
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("list before watch: %d %v", code, err)
+	}
+	var list metav1.List
+	if err := json.Unmarshal(body, &list); err != nil {
+		return err
+	}
+	url := b.url(b.cfg.watchNode, "") + "?watch=true&resourceVersion=" + list.ResourceVersion
+	ready := make(chan error, b.cfg.watchers)
+	for range b.cfg.watchers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+			resp, err := b.client.Do(req)
+			if err != nil {
+				ready <- err
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				ready <- fmt.Errorf("watch: HTTP %d", resp.StatusCode)
+				return
+			}
+			ready <- nil
+			// Read events without decoding them whole: the benchmark runs
+			// on the same machine as the cluster, so its own CPU counts.
+			br := bufio.NewReaderSize(resp.Body, 64<<10)
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
+						b.errs.Add(1)
+					}
+					return
+				}
+				if !bytes.HasPrefix(line, []byte(`{"type":"MODIFIED"`)) {
+					continue
+				}
+				i := bytes.Index(line, renewTimeKey)
+				if i < 0 || len(line) < i+len(renewTimeKey)+27 {
+					continue
+				}
+				t, err := time.Parse(metav1.RFC3339Micro, string(line[i+len(renewTimeKey):i+len(renewTimeKey)+27]))
+				if err != nil {
+					continue
+				}
+				lag.n.Add(1)
+				lag.mu.Lock()
+				_ = lag.h.RecordValue(max(time.Since(t).Microseconds(), 1))
+				lag.mu.Unlock()
+			}
+		}()
+	}
+	for range b.cfg.watchers {
+		if err := <-ready; err != nil {
+			return err
+		}
+	}
+	return nil
+}
