@@ -166,11 +166,13 @@ func (in input) decode(body []byte, gvk schema.GroupVersionKind, into runtime.Ob
 			err = nil
 		}
 	}
-	if err != nil {
-		return nil, nil, transformDecodeError(err, gvk.Kind, actual, body)
-	}
+	// A body of another group or version is refused as such, also when the
+	// scheme does not know that version (decoding then failed too).
 	if actual != nil && actual.GroupVersion() != gvk.GroupVersion() {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("the API version in the data (%s) does not match the expected API version (%s)", actual.GroupVersion(), gvk.GroupVersion()))
+	}
+	if err != nil {
+		return nil, nil, transformDecodeError(err, gvk.Kind, actual, body)
 	}
 	if actual != nil && actual.Kind != gvk.Kind {
 		return nil, nil, apierrors.NewBadRequest(fmt.Sprintf("%s in version %q cannot be handled as a %s: the object kind does not match", actual.Kind, actual.Version, gvk.Kind))

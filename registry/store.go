@@ -330,6 +330,9 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj fs
 			return nil, false, err
 		}
 		if cur == nil {
+			// Created by an update: the body's resourceVersion is ignored
+			// (it is no create precondition, as in kube-apiserver).
+			obj.SetResourceVersion("")
 			out, err := s.Create(ctx, r, obj, o)
 			if apierrors.IsAlreadyExists(err) {
 				continue // created meanwhile: update it instead
