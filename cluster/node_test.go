@@ -396,7 +396,12 @@ func TestReadIndexWithoutQuorumFails(t *testing.T) {
 				err  error
 				took time.Duration
 			}
-			results := make(chan outcome, 1000)
+			// Readers record into a slice: a channel could fill up when
+			// failures come fast and block the readers for good.
+			var (
+				resultsMu sync.Mutex
+				results   []outcome
+			)
 			var readers sync.WaitGroup
 			for range 2 {
 				readers.Add(1)
@@ -411,7 +416,9 @@ func TestReadIndexWithoutQuorumFails(t *testing.T) {
 						ctx, cancel := context.WithTimeout(context.Background(), deadline)
 						start := time.Now()
 						_, err := survivor.ReadIndex(ctx)
-						results <- outcome{err, time.Since(start)}
+						resultsMu.Lock()
+						results = append(results, outcome{err, time.Since(start)})
+						resultsMu.Unlock()
 						cancel()
 					}
 				}()
@@ -428,11 +435,10 @@ func TestReadIndexWithoutQuorumFails(t *testing.T) {
 			time.Sleep(4 * testHeartbeat)
 			close(stopReaders)
 			waitDone(t, &readers, 5*time.Second, "readers")
-			close(results)
 
 			var n, failed int
 			var last error
-			for r := range results {
+			for _, r := range results {
 				n++
 				if r.took > deadline+500*time.Millisecond {
 					t.Errorf("ReadIndex took %v with a %v deadline (err %v)", r.took, deadline, r.err)
