@@ -27,10 +27,6 @@ const (
 // verbs every served resource supports.
 var verbs = metav1.Verbs{"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}
 
-// storageVersionHash is kube-apiserver's, per resource, so that clients
-// that compare them see the same storage.
-var storageVersionHash = map[string]string{"leases": "gqkMMb/YqFM="}
-
 // writeDiscovery answers a discovery document in the negotiated encoding.
 func (s *Server) writeDiscovery(w http.ResponseWriter, req *http.Request, obj runtime.Object) {
 	out, err := negotiate(req)
@@ -97,7 +93,7 @@ func (s *Server) coreResources(w http.ResponseWriter, req *http.Request) {
 func servedVersions() []metav1.GroupVersionForDiscovery {
 	seen := map[string]bool{}
 	var out []metav1.GroupVersionForDiscovery
-	for _, r := range registry.Resources {
+	for _, r := range registry.Served() {
 		if !seen[r.Version] {
 			seen[r.Version] = true
 			out = append(out, metav1.GroupVersionForDiscovery{GroupVersion: apis.Group + "/" + r.Version, Version: r.Version})
@@ -158,20 +154,15 @@ func (s *Server) versionResources(w http.ResponseWriter, req *http.Request) {
 		GroupVersion: apis.Group + "/" + v,
 		APIResources: []metav1.APIResource{},
 	}
-	names := make([]string, 0, len(registry.Resources))
-	for name := range registry.Resources {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		r := registry.Resources[name]
+	for _, r := range registry.Served() {
 		if r.Version != v {
 			continue
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
 			Name: r.Name, SingularName: r.Singular, Namespaced: true, Kind: r.Kind,
-			Verbs: verbs, StorageVersionHash: storageVersionHash[r.Name],
+			Verbs: verbs, StorageVersionHash: r.StorageVersionHash,
 		})
 	}
+	sort.Slice(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
 	s.writeDiscovery(w, req, list)
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/leasehold/leasehold/fsm"
 	"github.com/leasehold/leasehold/registry"
 )
 
@@ -81,7 +80,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 
 // decodeObject decodes a create or update body and applies fieldValidation
 // to unknown and duplicate fields.
-func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *registry.Resource, validation string) (fsm.StoredObject, error) {
+func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *registry.Resource, validation string) (registry.Object, error) {
 	in, err := bodyInput(req)
 	if err != nil {
 		return nil, err
@@ -105,7 +104,7 @@ func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *reg
 			warnings(w, errorStrings(strict))
 		}
 	}
-	stored, ok := obj.(fsm.StoredObject)
+	stored, ok := obj.(registry.Object)
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is not a %s", gvk.Kind))
 	}
@@ -122,7 +121,7 @@ func errorStrings(errs []error) []string {
 
 // checkNamespace defaults the object's namespace to the URL's and refuses a
 // different one.
-func checkNamespace(obj fsm.StoredObject, ns string) error {
+func checkNamespace(obj registry.Object, ns string) error {
 	switch obj.GetNamespace() {
 	case "":
 		obj.SetNamespace(ns)
@@ -247,7 +246,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 	}
 	jsonInfo, _ := serializerFor(mediaJSON)
 	var warns []string
-	apply := func(cur runtime.Object) (fsm.StoredObject, error) {
+	apply := func(cur runtime.Object) (registry.Object, error) {
 		warns = nil
 		original, err := runtime.Encode(jsonInfo.Serializer, cur)
 		if err != nil {
@@ -285,7 +284,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		if err != nil {
 			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
 		}
-		return obj.(fsm.StoredObject), nil
+		return obj.(registry.Object), nil
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()

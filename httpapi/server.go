@@ -110,22 +110,15 @@ func (s *Server) resourceFor(w http.ResponseWriter, req *http.Request) (*registr
 		http.Error(w, "404 page not found", http.StatusNotFound)
 		return nil, false
 	}
-	res, ok := registry.Resources[vars["resource"]]
-	if !ok || res.Version != vars["version"] {
+	res, ok := registry.Lookup(vars["version"], vars["resource"])
+	if !ok {
 		s.writeError(w, req, notFound())
 		return nil, false
 	}
 	return res, true
 }
 
-func servedVersion(v string) bool {
-	for _, r := range registry.Resources {
-		if r.Version == v {
-			return true
-		}
-	}
-	return false
-}
+func servedVersion(v string) bool { return registry.ServesVersion(v) }
 
 func notAllowed(w http.ResponseWriter, allow ...string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))

@@ -136,6 +136,11 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 		last = obj
 		return true
 	})
+	for i, it := range items {
+		if items[i], err = served(r, it); err != nil {
+			return nil, err
+		}
+	}
 	list := r.NewList()
 	r.SetItems(list, items)
 	meta, _ := list.(metav1.ListInterface)

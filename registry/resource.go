@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"fmt"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -12,22 +14,71 @@ import (
 	"github.com/leasehold/leasehold/fsm"
 )
 
-// Resource describes one served resource: its names, its stored type and
-// its strategy (validation), the way kube-apiserver's registry does.
+// Object is a served object: any version of any resource.
+type Object interface {
+	runtime.Object
+	metav1.Object
+}
+
+// Resource describes one served resource in one version: its names, its
+// strategy (validation) and how it converts to the one form the FSM
+// stores, the way kube-apiserver's registry does.
 type Resource struct {
 	Name     string // plural, e.g. "leases"
 	Singular string
 	Kind     string
-	// Version is the served version; the stored form is the same type.
-	Version string
+	Version  string
+	// StorageVersionHash is kube-apiserver's, for discovery.
+	StorageVersionHash string
 
-	New     func() fsm.StoredObject
+	// New returns an empty object of the served version.
+	New     func() Object
 	NewList func() runtime.Object
-	// SetItems fills a list of this resource from stored objects.
+	// SetItems fills a list of this version from objects of this version.
 	SetItems func(list runtime.Object, items []runtime.Object)
 
+	// ToStored and FromStored convert between the served version and the
+	// stored form (the FSM's type for Name). Both return new objects and
+	// leave their argument alone. Nil means the served type is stored as
+	// it is, and FromStored returns the stored object itself, shared.
+	ToStored   func(obj runtime.Object) (fsm.StoredObject, error)
+	FromStored func(obj fsm.StoredObject) (runtime.Object, error)
+
+	// Validate and ValidateUpdate check objects of the served version.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
+}
+
+// toStored converts a served object to the stored form.
+func (r *Resource) toStored(obj Object) (fsm.StoredObject, error) {
+	if r.ToStored == nil {
+		st, ok := obj.(fsm.StoredObject)
+		if !ok {
+			return nil, fmt.Errorf("%T is not a stored type", obj)
+		}
+		return st, nil
+	}
+	return r.ToStored(obj)
+}
+
+// fromStored converts a stored object to the served version.
+func (r *Resource) fromStored(obj runtime.Object) (Object, error) {
+	st, ok := obj.(fsm.StoredObject)
+	if !ok {
+		return nil, fmt.Errorf("%T is not a stored type", obj)
+	}
+	if r.FromStored == nil {
+		return st, nil
+	}
+	out, err := r.FromStored(st)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := out.(Object)
+	if !ok {
+		return nil, fmt.Errorf("%T has no object metadata", out)
+	}
+	return o, nil
 }
 
 // GroupResource is the resource qualified by group, as errors name it.
@@ -52,11 +103,12 @@ func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 
 // Leases is coordination.k8s.io/v1 Lease.
 var Leases = &Resource{
-	Name:     "leases",
-	Singular: "lease",
-	Kind:     "Lease",
-	Version:  "v1",
-	New:      fsm.DefaultTypes()["leases"],
+	Name:               "leases",
+	Singular:           "lease",
+	Kind:               "Lease",
+	Version:            "v1",
+	StorageVersionHash: "gqkMMb/YqFM=",
+	New:                func() Object { return fsm.DefaultTypes()["leases"]() },
 	NewList: func() runtime.Object {
 		return &coordinationv1.LeaseList{TypeMeta: metav1.TypeMeta{Kind: "LeaseList", APIVersion: coordinationv1.SchemeGroupVersion.String()}}
 	},
@@ -79,7 +131,28 @@ var Leases = &Resource{
 	},
 }
 
-// Resources are all served resources, by plural name.
-var Resources = map[string]*Resource{
-	Leases.Name: Leases,
+// servedResources lists every served resource version.
+var servedResources = []*Resource{Leases}
+
+// Lookup finds the resource served as name in version.
+func Lookup(version, name string) (*Resource, bool) {
+	for _, r := range servedResources {
+		if r.Version == version && r.Name == name {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// Served returns every served resource version.
+func Served() []*Resource { return servedResources }
+
+// ServesVersion reports whether any resource is served in version.
+func ServesVersion(version string) bool {
+	for _, r := range servedResources {
+		if r.Version == version {
+			return true
+		}
+	}
+	return false
 }

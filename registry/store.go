@@ -182,7 +182,25 @@ func (s *Store) Get(ctx context.Context, r *Resource, ns, name string, o ReadOpt
 	if obj == nil {
 		return nil, apierrors.NewNotFound(r.GroupResource(), name)
 	}
-	return obj.Obj, nil
+	return served(r, obj.Obj)
+}
+
+// served converts a stored object to r's version; a failure is internal.
+func served(r *Resource, obj runtime.Object) (Object, error) {
+	out, err := r.fromStored(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
+}
+
+// stored converts a served object to the stored form.
+func stored(r *Resource, obj Object) (fsm.StoredObject, error) {
+	out, err := r.toStored(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	return out, nil
 }
 
 // WriteOptions apply to every write.
@@ -192,7 +210,7 @@ type WriteOptions struct {
 
 // prepareCreate fills the server-owned metadata of a new object, as
 // kube-apiserver's BeforeCreate does.
-func (s *Store) prepareCreate(obj fsm.StoredObject) {
+func (s *Store) prepareCreate(obj Object) {
 	obj.SetUID(s.NewUID())
 	obj.SetCreationTimestamp(metav1.NewTime(s.Now().Truncate(time.Second)))
 	obj.SetDeletionTimestamp(nil)
@@ -216,7 +234,7 @@ func encodeStored(obj fsm.StoredObject) ([]byte, error) {
 
 // Create stores a new object (POST). obj has passed decoding and its
 // namespace is the URL's.
-func (s *Store) Create(ctx context.Context, r *Resource, obj fsm.StoredObject, o WriteOptions) (runtime.Object, error) {
+func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOptions) (runtime.Object, error) {
 	generate := obj.GetName() == "" && obj.GetGenerateName() != ""
 	if generate {
 		obj.SetName(generateName(obj.GetGenerateName()))
@@ -237,7 +255,11 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj fsm.StoredObject, o
 	}
 	// kube-apiserver tries a few generated names before giving up.
 	for attempt := 0; ; attempt++ {
-		data, err := encodeStored(obj)
+		st, err := stored(r, obj)
+		if err != nil {
+			return nil, err
+		}
+		data, err := encodeStored(st)
 		if err != nil {
 			return nil, err
 		}
@@ -246,7 +268,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj fsm.StoredObject, o
 			return nil, ClusterError(err)
 		}
 		if res.Err == nil {
-			return res.Object.Obj, nil
+			return served(r, res.Object.Obj)
 		}
 		if state.Code(res.Err) != state.AlreadyExists {
 			return nil, apierrors.NewInternalError(res.Err)
@@ -321,7 +343,7 @@ func preconditionFailed(r *Resource, k state.Key, what, want, have string) error
 
 // Update replaces an object (PUT). A missing object is created, as the
 // Lease strategy allows; an existing one needs a resourceVersion.
-func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj fsm.StoredObject, o WriteOptions) (runtime.Object, bool, error) {
+func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Object, o WriteOptions) (runtime.Object, bool, error) {
 	k := key(r, ns, name)
 	confirmed := false
 	for attempt := 0; attempt < 5; attempt++ {
@@ -391,8 +413,11 @@ func (s *Store) linearizableRead(ctx context.Context) error {
 // replace writes obj over cur: server-owned metadata is kept from cur, the
 // update is validated, and the FSM applies it only if cur is still the
 // stored version.
-func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj fsm.StoredObject, o WriteOptions) (runtime.Object, error) {
-	old := cur.Obj.(fsm.StoredObject)
+func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj Object, o WriteOptions) (runtime.Object, error) {
+	old, err := served(r, cur.Obj)
+	if err != nil {
+		return nil, err
+	}
 	obj.SetUID(old.GetUID())
 	obj.SetCreationTimestamp(old.GetCreationTimestamp())
 	obj.SetGeneration(old.GetGeneration())
@@ -406,7 +431,11 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	if o.DryRun {
 		return obj, nil
 	}
-	data, err := encodeStored(obj)
+	st, err := stored(r, obj)
+	if err != nil {
+		return nil, err
+	}
+	data, err := encodeStored(st)
 	if err != nil {
 		return nil, err
 	}
@@ -417,7 +446,7 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	if res.Err != nil {
 		return nil, writeError(r, cur.Key, res.Err)
 	}
-	return res.Object.Obj, nil
+	return served(r, res.Object.Obj)
 }
 
 // writeError maps a refused write to its Status.
@@ -441,7 +470,7 @@ func writeError(r *Resource, k state.Key, err error) error {
 
 // PatchFunc computes the patched object from the current one. It returns a
 // Status error for a patch that cannot be applied.
-type PatchFunc func(cur runtime.Object) (fsm.StoredObject, error)
+type PatchFunc func(cur runtime.Object) (Object, error)
 
 // Patch applies patch to the current object and writes the result if the
 // object did not change meanwhile; otherwise it starts again from the new
@@ -465,7 +494,11 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch P
 			}
 			return nil, apierrors.NewNotFound(r.GroupResource(), name)
 		}
-		obj, err := patch(cur.Obj)
+		curServed, err := served(r, cur.Obj)
+		if err != nil {
+			return nil, err
+		}
+		obj, err := patch(curServed)
 		if err != nil {
 			return nil, err
 		}
@@ -549,7 +582,7 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o Dele
 		if cmd.ExpectRV != 0 && cmd.ExpectRV != cur.RV {
 			return nil, preconditionFailed(r, k, "ResourceVersion", strconv.FormatUint(cmd.ExpectRV, 10), strconv.FormatUint(cur.RV, 10))
 		}
-		return cur.Obj, nil
+		return served(r, cur.Obj)
 	}
 	res, err := s.cluster.Apply(ctx, cmd)
 	if err != nil {
@@ -567,5 +600,5 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o Dele
 		}
 		return nil, writeError(r, k, res.Err)
 	}
-	return res.Object.Obj, nil
+	return served(r, res.Object.Obj)
 }

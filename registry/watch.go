@@ -7,6 +7,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/fsm"
@@ -50,12 +51,21 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, o WatchOption
 			return nil, err
 		}
 		w.pos, w.gen = sn.Index, sn.Generation
+		var listErr error
 		sn.List(r.Name, ns, nil, func(obj *state.Object) bool {
 			if o.Matches(obj) {
-				w.pending = append(w.pending, watch.Event{Type: watch.Added, Object: obj.Obj})
+				out, err := served(r, obj.Obj)
+				if err != nil {
+					listErr = err
+					return false
+				}
+				w.pending = append(w.pending, watch.Event{Type: watch.Added, Object: out})
 			}
 			return true
 		})
+		if listErr != nil {
+			return nil, listErr
+		}
 		if o.InitialEventsEnd {
 			b := w.Bookmark()
 			b.Object.(metav1.Object).SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
@@ -115,7 +125,11 @@ func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
 			if e.Object.Key.Resource != w.r.Name || (w.ns != "" && e.Object.Key.Namespace != w.ns) {
 				continue
 			}
-			if ev, ok := w.translate(e); ok {
+			ev, ok, err := w.translate(e)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
 				out = append(out, ev)
 			}
 		}
@@ -136,23 +150,33 @@ func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
 // translate applies the selectors to an event, as kube-apiserver does to
 // the old and new state: an object that starts matching is ADDED, one that
 // stops matching is DELETED (with its old content at the event's version).
-func (w *Watcher) translate(e state.Event) (watch.Event, bool) {
+func (w *Watcher) translate(e state.Event) (watch.Event, bool, error) {
 	cur := e.Type != state.Deleted && w.opts.Matches(e.Object)
 	old := e.Prev != nil && w.opts.Matches(e.Prev)
+	var (
+		typ watch.EventType
+		obj runtime.Object
+	)
 	switch {
 	case e.Type == state.Deleted:
 		if !old {
-			return watch.Event{}, false
+			return watch.Event{}, false, nil
 		}
-		return watch.Event{Type: watch.Deleted, Object: e.Object.Obj}, true
+		typ, obj = watch.Deleted, e.Object.Obj
 	case cur && old:
-		return watch.Event{Type: watch.Modified, Object: e.Object.Obj}, true
+		typ, obj = watch.Modified, e.Object.Obj
 	case cur:
-		return watch.Event{Type: watch.Added, Object: e.Object.Obj}, true
+		typ, obj = watch.Added, e.Object.Obj
 	case old:
 		gone := e.Prev.Obj.DeepCopyObject().(fsm.StoredObject)
 		gone.SetResourceVersion(strconv.FormatUint(e.RV, 10))
-		return watch.Event{Type: watch.Deleted, Object: gone}, true
+		typ, obj = watch.Deleted, gone
+	default:
+		return watch.Event{}, false, nil
 	}
-	return watch.Event{}, false
+	out, err := served(w.r, obj)
+	if err != nil {
+		return watch.Event{}, false, err
+	}
+	return watch.Event{Type: typ, Object: out}, true, nil
 }
