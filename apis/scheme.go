@@ -3,8 +3,11 @@
 package apis
 
 import (
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -33,6 +36,10 @@ func init() {
 		&metav1.ListOptions{}, &metav1.GetOptions{}, &metav1.DeleteOptions{},
 		&metav1.CreateOptions{}, &metav1.UpdateOptions{}, &metav1.PatchOptions{})
 	utilruntimeMust(metav1.AddMetaToScheme(Scheme))
+	// Tables and partial metadata are served in meta.k8s.io/v1beta1 too.
+	Scheme.AddKnownTypes(metav1beta1.SchemeGroupVersion, &metav1.Table{}, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})
+	utilruntimeMust(apidiscoveryv2.AddToScheme(Scheme))
+	utilruntimeMust(apidiscoveryv2beta1.AddToScheme(Scheme))
 }
 
 func utilruntimeMust(err error) {

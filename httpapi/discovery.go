@@ -1,6 +1,10 @@
 package httpapi
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	goruntime "runtime"
@@ -8,6 +12,7 @@ import (
 	"sort"
 
 	"github.com/gorilla/mux"
+	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/version"
@@ -59,6 +64,9 @@ func (s *Server) version(w http.ResponseWriter, req *http.Request) {
 }
 
 func (s *Server) coreVersions(w http.ResponseWriter, req *http.Request) {
+	if s.aggregated(w, req, true) {
+		return
+	}
 	host, _, err := net.SplitHostPort(req.Host)
 	if err != nil {
 		host = req.Host
@@ -130,6 +138,9 @@ func apiGroup() metav1.APIGroup {
 }
 
 func (s *Server) groupList(w http.ResponseWriter, req *http.Request) {
+	if s.aggregated(w, req, false) {
+		return
+	}
 	g := apiGroup()
 	g.TypeMeta = metav1.TypeMeta{}
 	s.writeDiscovery(w, req, &metav1.APIGroupList{
@@ -165,4 +176,63 @@ func (s *Server) versionResources(w http.ResponseWriter, req *http.Request) {
 	}
 	sort.Slice(list.APIResources, func(i, j int) bool { return list.APIResources[i].Name < list.APIResources[j].Name })
 	s.writeDiscovery(w, req, list)
+}
+
+// aggregated answers /api or /apis with aggregated discovery when the
+// client asks for it (Accept ...;as=APIGroupDiscoveryList); client-go and
+// kubectl then skip the per-version documents. It reports whether it
+// answered.
+func (s *Server) aggregated(w http.ResponseWriter, req *http.Request, core bool) bool {
+	out, err := negotiate(req, forDiscovery...)
+	if err != nil || out.as.Kind == "" {
+		return false
+	}
+	list := &apidiscoveryv2.APIGroupDiscoveryList{}
+	if core {
+		// leasehold serves nothing of the core group, but clients expect
+		// its version.
+		list.Items = []apidiscoveryv2.APIGroupDiscovery{{
+			Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Resources: []apidiscoveryv2.APIResourceDiscovery{}, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}},
+		}}
+	} else {
+		g := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: apis.Group}}
+		for _, v := range servedVersions() {
+			vd := apidiscoveryv2.APIVersionDiscovery{Version: v.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+			for _, r := range registry.Served() {
+				if r.Version != v.Version {
+					continue
+				}
+				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+					Resource:         r.Name,
+					ResponseKind:     &metav1.GroupVersionKind{Kind: r.Kind},
+					Scope:            apidiscoveryv2.ScopeNamespace,
+					SingularResource: r.Singular,
+					Verbs:            verbs,
+				})
+			}
+			sort.Slice(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })
+			g.Versions = append(g.Versions, vd)
+		}
+		list.Items = []apidiscoveryv2.APIGroupDiscovery{g}
+	}
+	// v2beta1 has the same shape; only the apiVersion differs.
+	list.TypeMeta = metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + out.as.Version}
+	var buf bytes.Buffer
+	if err := out.encoder().Encode(list, &buf); err != nil {
+		s.writeError(w, req, err)
+		return true
+	}
+	// Clients cache discovery and revalidate with If-None-Match.
+	sum := sha256.Sum256(buf.Bytes())
+	etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Vary", "Accept")
+	if req.Header.Get("If-None-Match") == etag {
+		w.WriteHeader(http.StatusNotModified)
+		return true
+	}
+	w.Header().Set("Content-Type", fmt.Sprintf("%s;g=%s;v=%s;as=%s", out.info.MediaType, out.as.Group, out.as.Version, out.as.Kind))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+	return true
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,10 +37,12 @@ func serializerFor(mediaType string) (runtime.SerializerInfo, bool) {
 	return runtime.SerializerInfo{}, false
 }
 
-// output is the negotiated response encoding.
+// output is the negotiated response encoding, and the transformation the
+// client asked for (Accept parameters as=, g=, v=), if any.
 type output struct {
 	info   runtime.SerializerInfo
 	pretty bool
+	as     target
 }
 
 func (o output) encoder() runtime.Encoder {
@@ -49,9 +52,30 @@ func (o output) encoder() runtime.Encoder {
 	return o.info.Serializer
 }
 
+// target is a transformation of a response: its kind and group version
+// (as=Table;g=meta.k8s.io;v=v1). The zero target is the object itself.
+type target struct {
+	Kind, Group, Version string
+}
+
+// The transformations leasehold serves.
+var (
+	asTable       = []target{{"Table", "meta.k8s.io", "v1"}, {"Table", "meta.k8s.io", "v1beta1"}}
+	asPartial     = []target{{"PartialObjectMetadata", "meta.k8s.io", "v1"}, {"PartialObjectMetadata", "meta.k8s.io", "v1beta1"}, {"PartialObjectMetadataList", "meta.k8s.io", "v1"}, {"PartialObjectMetadataList", "meta.k8s.io", "v1beta1"}}
+	asDiscovery   = []target{{"APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2"}, {"APIGroupDiscoveryList", "apidiscovery.k8s.io", "v2beta1"}}
+	forResources  = append(append([]target{}, asTable...), asPartial...)
+	forDiscovery  = asDiscovery
+	noTransforms  []target
+	notAcceptable = &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
+		Message: "only the following media types are accepted: " + strings.Join(acceptedMediaTypes, ", "),
+	}}
+)
+
 // negotiate picks the response encoding from Accept: the first entry the
-// server can produce wins. It fails with 406 when none fits.
-func negotiate(r *http.Request) (output, error) {
+// server can produce wins, including a transformation among allowed. It
+// fails with 406 when none fits.
+func negotiate(r *http.Request, allowed ...target) (output, error) {
 	pretty := wantPretty(r)
 	accept := r.Header.Get("Accept")
 	if strings.TrimSpace(accept) == "" {
@@ -63,24 +87,23 @@ func negotiate(r *http.Request) (output, error) {
 		if err != nil {
 			continue
 		}
+		var as target
 		if params["as"] != "" {
-			// Transformations (Table, PartialObjectMetadata) are not served.
-			continue
+			as = target{Kind: params["as"], Group: params["g"], Version: params["v"]}
+			if !slices.Contains(allowed, as) {
+				continue
+			}
 		}
 		switch mt {
 		case "*/*", "application/*":
 			mt = mediaJSON
 		}
 		if info, ok := serializerFor(mt); ok {
-			return output{info: info, pretty: pretty}, nil
+			return output{info: info, pretty: pretty, as: as}, nil
 		}
 	}
 	info, _ := serializerFor(mediaJSON)
-	o := output{info: info, pretty: pretty}
-	return o, &apierrors.StatusError{ErrStatus: metav1.Status{
-		Status: metav1.StatusFailure, Code: http.StatusNotAcceptable, Reason: metav1.StatusReasonNotAcceptable,
-		Message: "only the following media types are accepted: " + strings.Join(acceptedMediaTypes, ", "),
-	}}
+	return output{info: info, pretty: pretty}, notAcceptable
 }
 
 // wantPretty follows kube-apiserver: ?pretty, or a user agent that is a
@@ -96,7 +119,11 @@ func wantPretty(r *http.Request) bool {
 
 // write encodes obj with the negotiated encoding.
 func (o output) write(w http.ResponseWriter, code int, obj runtime.Object) {
-	w.Header().Set("Content-Type", o.info.MediaType)
+	ct := o.info.MediaType
+	if o.as.Kind != "" {
+		ct += fmt.Sprintf(";g=%s;v=%s;as=%s", o.as.Group, o.as.Version, o.as.Kind)
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(code)
 	if err := o.encoder().Encode(obj, w); err != nil {
 		// Headers are gone; all that is left is to stop.

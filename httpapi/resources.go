@@ -33,7 +33,7 @@ func requestContext(req *http.Request) (context.Context, context.CancelFunc) {
 }
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
-	out, err := negotiate(req)
+	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -46,6 +46,9 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Res
 	ctx, cancel := requestContext(req)
 	defer cancel()
 	obj, err := s.store.Get(ctx, res, ns, name, registry.ReadOptions{ResourceVersion: o.ResourceVersion})
+	if err == nil {
+		obj, err = transform(req, out, obj, true)
+	}
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -54,7 +57,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Res
 }
 
 func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
-	out, err := negotiate(req)
+	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -71,6 +74,9 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 	ctx, cancel := requestContext(req)
 	defer cancel()
 	list, err := s.store.List(ctx, res, ns, lo)
+	if err == nil {
+		list, err = transform(req, out, list, true)
+	}
 	if err != nil {
 		s.writeError(w, req, err)
 		return

@@ -106,7 +106,21 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 
 	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(w), stream.Serializer)
 	embedded := out.info.Serializer
+	first := true
 	send := func(ev watch.Event) bool {
+		if ev.Type != watch.Error && out.as.Kind != "" {
+			as := out
+			if as.as.Kind == "PartialObjectMetadataList" {
+				as.as.Kind = "PartialObjectMetadata"
+			}
+			t, err := transform(req, as, ev.Object, first)
+			if err != nil {
+				ev = watch.Event{Type: watch.Error, Object: s.statusOf(req, err)}
+			} else {
+				ev.Object = t
+				first = false
+			}
+		}
 		obj, err := runtime.Encode(embedded, ev.Object)
 		if err != nil {
 			s.logger.Error("encode watch event", "error", err)
