@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
@@ -32,6 +33,9 @@ type Options struct {
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
 	TrailingLogs      uint64
+	// State bounds what each member's store retains (watch history, read
+	// views); zero fields take the store's defaults.
+	State state.Config
 }
 
 // Node is one in-process member.
@@ -114,6 +118,7 @@ func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
 		SnapshotInterval:  c.opts.SnapshotInterval,
 		TrailingLogs:      c.opts.TrailingLogs,
 		WriteTimeout:      5 * time.Second,
+		State:             c.opts.State,
 		Logger:            logger,
 	}, mux)
 	if err != nil {
