@@ -7,6 +7,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
 // statusOf turns any error into the Status a client sees. Errors that are
@@ -29,6 +31,9 @@ func (s *Server) statusOf(r *http.Request, err error) *metav1.Status {
 // when negotiation itself failed).
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	st := s.statusOf(r, err)
+	if r.Context().Value(forwardedKey{}) != nil && errors.Is(err, cluster.ErrNotLeader) {
+		w.Header().Set(notLeaderHeader, "1")
+	}
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(st.Details.RetryAfterSeconds)))
 	}

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -181,7 +182,10 @@ type forwardedKey struct{}
 
 // leaderOnly runs a write on the leader: here if this node leads, else by
 // forwarding the request over the peer port and relaying the leader's
-// answer unchanged. A forwarded request is never forwarded again.
+// answer unchanged. A forwarded request is never forwarded again: a node
+// that no longer leads refuses it with a mark that nothing was written, and
+// the follower forwards it again to the new leader while the write timeout
+// lasts.
 func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		if s.node.IsLeader() {
@@ -189,7 +193,7 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		if req.Context().Value(forwardedKey{}) != nil {
-			s.writeError(w, req, registry.Unavailable("leadership moved while the write was forwarded, please retry"))
+			s.writeError(w, req, registry.NotLeader("leadership moved while the write was forwarded, please retry"))
 			return
 		}
 		body, err := readBody(req)
@@ -199,35 +203,54 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(req.Context(), s.writeTimeout+10*time.Second)
 		defer cancel()
-		// Wait for a leader only as long as a write may.
-		wctx, wcancel := context.WithTimeout(ctx, s.writeTimeout)
-		_, _, err = s.node.WaitLeader(wctx)
-		wcancel()
-		if err != nil {
-			s.writeError(w, req, registry.Unavailable("the cluster has no leader at the moment, please retry"))
+		deadline := time.Now().Add(s.writeTimeout)
+		for {
+			// Wait for a leader only as long as a write may.
+			wctx, wcancel := context.WithDeadline(ctx, deadline)
+			_, _, err = s.node.WaitLeader(wctx)
+			wcancel()
+			if err != nil {
+				s.writeError(w, req, registry.NotLeader("the cluster has no leader at the moment, please retry"))
+				return
+			}
+			if s.node.IsLeader() {
+				req.Body = readCloser{bytes.NewReader(body)}
+				h(w, req)
+				return
+			}
+			resp, err := s.node.Forward(ctx, &transport.HTTPRequest{
+				Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
+			})
+			retry := time.Now().Before(deadline) && ctx.Err() == nil
+			if err != nil {
+				if retry && errors.Is(err, cluster.ErrNoLeader) {
+					// The leader could not be reached; nothing was sent.
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+				s.metrics.forwarded.WithLabelValues("0").Inc()
+				s.writeError(w, req, registry.ClusterError(err))
+				return
+			}
+			if resp.Header.Get(notLeaderHeader) != "" && retry {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			resp.Header.Del(notLeaderHeader)
+			s.metrics.forwarded.WithLabelValues(strconv.Itoa(resp.Status)).Inc()
+			for k, v := range resp.Header {
+				w.Header()[k] = v
+			}
+			w.WriteHeader(resp.Status)
+			_, _ = w.Write(resp.Body)
 			return
 		}
-		if s.node.IsLeader() {
-			req.Body = readCloser{bytes.NewReader(body)}
-			h(w, req)
-			return
-		}
-		resp, err := s.node.Forward(ctx, &transport.HTTPRequest{
-			Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
-		})
-		if err != nil {
-			s.metrics.forwarded.WithLabelValues("0").Inc()
-			s.writeError(w, req, registry.ClusterError(err))
-			return
-		}
-		s.metrics.forwarded.WithLabelValues(strconv.Itoa(resp.Status)).Inc()
-		for k, v := range resp.Header {
-			w.Header()[k] = v
-		}
-		w.WriteHeader(resp.Status)
-		_, _ = w.Write(resp.Body)
 	}
 }
+
+// notLeaderHeader marks a forwarded write's answer from a node that did not
+// lead: nothing was written and the follower may forward it again.
+const notLeaderHeader = "X-Leasehold-Not-Leader"
 
 type readCloser struct{ *bytes.Reader }
 

@@ -77,7 +77,7 @@ func ClusterError(err error) error {
 	case errors.As(err, &se):
 		return err
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
-		return Unavailable("the cluster has no leader at the moment, please retry")
+		return NotLeader("the cluster has no leader at the moment, please retry")
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		e := apierrors.NewTimeoutError("request did not complete within requested timeout - the write may or may not have been applied: leadership changed while it was committed", 1)
 		return e
@@ -88,6 +88,17 @@ func ClusterError(err error) error {
 	}
 	return apierrors.NewInternalError(err)
 }
+
+// NotLeader is the 503 for a request this node could not serve because it
+// does not lead (or no leader is known): nothing was written, so it can be
+// retried anywhere. It unwraps to cluster.ErrNotLeader.
+func NotLeader(msg string) error {
+	return notLeaderError{Unavailable(msg).(*apierrors.StatusError)}
+}
+
+type notLeaderError struct{ *apierrors.StatusError }
+
+func (notLeaderError) Unwrap() error { return cluster.ErrNotLeader }
 
 // Unavailable is a 503 with a retry hint, which client-go honours.
 func Unavailable(msg string) error {
