@@ -6,11 +6,15 @@ import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+
+	coordinationv1alpha1 "github.com/leasehold/leasehold/apis/coordination/v1alpha1"
 )
 
 // Group is the API group leasehold serves.
@@ -30,6 +34,9 @@ func init() {
 	// on the wire, as client-go expects them.
 	metav1.AddToGroupVersion(Scheme, schema.GroupVersion{Version: "v1"})
 	utilruntimeMust(coordinationv1.AddToScheme(Scheme))
+	utilruntimeMust(coordinationv1beta1.AddToScheme(Scheme))
+	utilruntimeMust(coordinationv1alpha2.AddToScheme(Scheme))
+	utilruntimeMust(coordinationv1alpha1.AddToScheme(Scheme))
 	// Option bodies may name meta.k8s.io/v1 (kubectl's DeleteOptions), and
 	// Tables and partial metadata live there.
 	Scheme.AddUnversionedTypes(metav1.SchemeGroupVersion,

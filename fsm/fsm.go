@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -34,6 +35,10 @@ func DefaultTypes() Types {
 		// it on an object that readers share.
 		"leases": func() StoredObject {
 			return &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: coordinationv1.SchemeGroupVersion.String()}}
+		},
+		// Every served version of LeaseCandidate is stored as v1beta1.
+		"leasecandidates": func() StoredObject {
+			return &coordinationv1beta1.LeaseCandidate{TypeMeta: metav1.TypeMeta{Kind: "LeaseCandidate", APIVersion: coordinationv1beta1.SchemeGroupVersion.String()}}
 		},
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/apis"
+	"github.com/leasehold/leasehold/apis/coordination/leasecandidate"
 	"github.com/leasehold/leasehold/apis/coordination/validation"
 	"github.com/leasehold/leasehold/fsm"
 )
@@ -131,8 +133,46 @@ var Leases = &Resource{
 	},
 }
 
+// leaseCandidates is coordination.k8s.io LeaseCandidate in one of its
+// versions, stored as v1beta1 (see package leasecandidate for the
+// conversion).
+func leaseCandidates(version string) *Resource {
+	hash := "lvME0iHWE20="
+	if version == "v1alpha1" {
+		hash = "VM2ILh8OBCI="
+	}
+	return &Resource{
+		Name:               "leasecandidates",
+		Singular:           "leasecandidate",
+		Kind:               leasecandidate.Kind,
+		Version:            version,
+		StorageVersionHash: hash,
+		New:                func() Object { return leasecandidate.New(version).(Object) },
+		NewList:            func() runtime.Object { return leasecandidate.NewList(version) },
+		SetItems:           leasecandidate.SetListItems,
+		ToStored: func(obj runtime.Object) (fsm.StoredObject, error) {
+			return leasecandidate.ToStored(obj)
+		},
+		FromStored: func(obj fsm.StoredObject) (runtime.Object, error) {
+			st, ok := obj.(*coordinationv1beta1.LeaseCandidate)
+			if !ok {
+				return nil, fmt.Errorf("stored leasecandidate is a %T", obj)
+			}
+			return leasecandidate.FromStored(st, version)
+		},
+		Validate:       validation.ValidateLeaseCandidate,
+		ValidateUpdate: validation.ValidateLeaseCandidateUpdate,
+	}
+}
+
 // servedResources lists every served resource version.
-var servedResources = []*Resource{Leases}
+var servedResources = func() []*Resource {
+	rs := []*Resource{Leases}
+	for _, v := range leasecandidate.Versions {
+		rs = append(rs, leaseCandidates(v))
+	}
+	return rs
+}()
 
 // Lookup finds the resource served as name in version.
 func Lookup(version, name string) (*Resource, bool) {
