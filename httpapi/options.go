@@ -199,7 +199,7 @@ func validateListOptions(o *metav1.ListOptions) field.ErrorList {
 	var errs field.ErrorList
 	match := field.NewPath("resourceVersionMatch")
 	if o.Watch {
-		if o.SendInitialEvents != nil && *o.SendInitialEvents {
+		if o.SendInitialEvents != nil {
 			if o.ResourceVersionMatch != metav1.ResourceVersionMatchNotOlderThan {
 				errs = append(errs, field.Forbidden(match, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"))
 			}

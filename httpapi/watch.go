@@ -83,7 +83,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	deadline, _ := ctx.Deadline()
 	bookmarks := raw.AllowWatchBookmarks
 	initial := raw.SendInitialEvents != nil && *raw.SendInitialEvents
-	watcher, err := s.store.Watch(ctx, res, ns, registry.WatchOptions{ListOptions: lo, SendInitialEvents: initial, InitialEventsEnd: initial && bookmarks})
+	watcher, err := s.store.Watch(ctx, res, ns, registry.WatchOptions{ListOptions: lo, SendInitialEvents: raw.SendInitialEvents, InitialEventsEnd: initial && bookmarks})
 	if err != nil {
 		s.writeError(w, req, err)
 		return

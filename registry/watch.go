@@ -19,7 +19,10 @@ type WatchOptions struct {
 	ListOptions
 	// SendInitialEvents asks for the current state as ADDED events first
 	// (also implied by an unset or "0" resourceVersion).
-	SendInitialEvents bool
+	// nil follows the legacy rule: initial events when resourceVersion is
+	// unset or "0". False starts at the given (or the current) version
+	// without them.
+	SendInitialEvents *bool
 	// InitialEventsEnd asks for a BOOKMARK annotated
 	// k8s.io/initial-events-end after the initial events.
 	InitialEventsEnd bool
@@ -45,7 +48,17 @@ type Watcher struct {
 func (s *Store) Watch(ctx context.Context, r *Resource, ns string, o WatchOptions) (*Watcher, error) {
 	w := &Watcher{store: s, r: r, ns: ns, opts: o.ListOptions}
 	rv := o.ResourceVersion
-	if o.SendInitialEvents || rv == "" || rv == "0" {
+	legacy := o.SendInitialEvents == nil && (rv == "" || rv == "0")
+	if o.SendInitialEvents != nil && !*o.SendInitialEvents && (rv == "" || rv == "0") {
+		// Start from now, with no initial events.
+		sn, err := s.view(ctx, ReadOptions{ResourceVersion: rv})
+		if err != nil {
+			return nil, err
+		}
+		w.pos, w.gen = sn.Index, sn.Generation
+		return w, nil
+	}
+	if legacy || (o.SendInitialEvents != nil && *o.SendInitialEvents) {
 		sn, err := s.view(ctx, ReadOptions{ResourceVersion: rv})
 		if err != nil {
 			return nil, err

@@ -441,11 +441,11 @@ func TestWatchInitialEvents(t *testing.T) {
 		node int
 	}
 	end := wtWatchOpts("")
-	end.SendInitialEvents, end.InitialEventsEnd = true, true
+	end.SendInitialEvents, end.InitialEventsEnd = ptr.To(true), true
 	endRV := wtWatchOpts(strconv.FormatUint(w.events[3].RV, 10))
-	endRV.SendInitialEvents, endRV.InitialEventsEnd = true, true
+	endRV.SendInitialEvents, endRV.InitialEventsEnd = ptr.To(true), true
 	noEnd := wtWatchOpts("0")
-	noEnd.SendInitialEvents = true
+	noEnd.SendInitialEvents = ptr.To(true)
 	modes := []mode{
 		{"unset on leader", wtWatchOpts(""), c.Leader()},
 		{"unset on follower", wtWatchOpts(""), f},
@@ -778,7 +778,7 @@ func TestWatchFutureResourceVersion(t *testing.T) {
 	// not older than it.
 	future = w.last() + 3
 	o := wtWatchOpts(strconv.FormatUint(future, 10))
-	o.SendInitialEvents, o.InitialEventsEnd = true, true
+	o.SendInitialEvents, o.InitialEventsEnd = ptr.To(true), true
 	go func() {
 		wa, err := s.Watch(ctx, registry.Leases, "", o)
 		res <- result{wa, err, time.Now()}
