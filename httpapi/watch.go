@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/registry"
 )
 
@@ -106,25 +109,45 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 
 	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(w), stream.Serializer)
 	embedded := out.info.Serializer
+	encodeObj := func(obj runtime.Object) ([]byte, error) { return runtime.Encode(embedded, obj) }
+	// A stored object is encoded once for every watcher and reused.
+	slot := state.EncodingJSON
+	if out.info.MediaType == mediaProtobuf {
+		slot = state.EncodingProtobuf
+	}
 	first := true
-	send := func(ev watch.Event) bool {
-		if ev.Type != watch.Error && out.as.Kind != "" {
+	send := func(ev registry.Event) bool {
+		var (
+			obj []byte
+			err error
+		)
+		switch {
+		case ev.Type != watch.Error && out.as.Kind != "":
 			as := out
 			if as.as.Kind == "PartialObjectMetadataList" {
 				as.as.Kind = "PartialObjectMetadata"
 			}
-			t, err := transform(req, as, ev.Object, first)
-			if err != nil {
-				ev = watch.Event{Type: watch.Error, Object: s.statusOf(req, err)}
+			t, terr := transform(req, as, ev.Object, first)
+			if terr != nil {
+				ev = registry.Event{Event: watch.Event{Type: watch.Error, Object: s.statusOf(req, terr)}}
 			} else {
 				ev.Object = t
 				first = false
 			}
+			obj, err = encodeObj(ev.Object)
+		case ev.Stored != nil:
+			obj, err = ev.Stored.Encoding(slot, encodeObj)
+		default:
+			obj, err = encodeObj(ev.Object)
 		}
-		obj, err := runtime.Encode(embedded, ev.Object)
 		if err != nil {
 			s.logger.Error("encode watch event", "error", err)
 			return false
+		}
+		if slot == state.EncodingJSON {
+			// The JSON frame written directly: {"type":...,"object":...}.
+			_, err := fmt.Fprintf(w, "{\"type\":%q,\"object\":%s}\n", ev.Type, bytes.TrimRight(obj, "\n"))
+			return err == nil
 		}
 		return enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}}) == nil
 	}
@@ -148,7 +171,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 				s.metrics.watchExpiry.Inc()
 			}
 			st := s.statusOf(req, err)
-			send(watch.Event{Type: watch.Error, Object: st})
+			send(registry.Event{Event: watch.Event{Type: watch.Error, Object: st}})
 			flush()
 			return
 		}

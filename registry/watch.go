@@ -41,7 +41,15 @@ type Watcher struct {
 	opts    ListOptions
 	pos     uint64 // every event with RV <= pos has been read
 	gen     uint64
-	pending []watch.Event
+	pending []Event
+}
+
+// Event is a watch event. Stored is the stored object it carries when the
+// event object is that object itself (not a copy or conversion), so the API
+// can reuse the object's cached encodings across watchers.
+type Event struct {
+	watch.Event
+	Stored *state.Object
 }
 
 // Watch starts a watch of r in ns ("" = all namespaces).
@@ -72,7 +80,7 @@ func (s *Store) Watch(ctx context.Context, r *Resource, ns string, o WatchOption
 					listErr = err
 					return false
 				}
-				w.pending = append(w.pending, watch.Event{Type: watch.Added, Object: out})
+				w.pending = append(w.pending, w.event(watch.Added, out, obj))
 			}
 			return true
 		})
@@ -102,10 +110,10 @@ func (w *Watcher) Pos() uint64 { return w.pos }
 
 // Bookmark is a BOOKMARK event at the watcher's position: an empty object
 // of the watched kind carrying only the resourceVersion.
-func (w *Watcher) Bookmark() watch.Event {
+func (w *Watcher) Bookmark() Event {
 	obj := w.r.New()
 	obj.SetResourceVersion(strconv.FormatUint(w.pos, 10))
-	return watch.Event{Type: watch.Bookmark, Object: obj}
+	return Event{Event: watch.Event{Type: watch.Bookmark, Object: obj}}
 }
 
 // tooOld is the watch cache's 410.
@@ -117,7 +125,7 @@ func tooOld(rv, oldest uint64) error {
 // (then it returns no events and no error). An error (410 Expired) ends the
 // watch: the history no longer holds what the watcher has not read, or a
 // snapshot install replaced the state.
-func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
+func (w *Watcher) Next(ctx context.Context) ([]Event, error) {
 	if len(w.pending) > 0 {
 		evs := w.pending
 		w.pending = nil
@@ -133,7 +141,7 @@ func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
 		if since.Expired {
 			return nil, tooOld(w.pos, since.Oldest)
 		}
-		var out []watch.Event
+		var out []Event
 		for _, e := range since.Events {
 			if e.Object.Key.Resource != w.r.Name || (w.ns != "" && e.Object.Key.Namespace != w.ns) {
 				continue
@@ -163,33 +171,45 @@ func (w *Watcher) Next(ctx context.Context) ([]watch.Event, error) {
 // translate applies the selectors to an event, as kube-apiserver does to
 // the old and new state: an object that starts matching is ADDED, one that
 // stops matching is DELETED (with its old content at the event's version).
-func (w *Watcher) translate(e state.Event) (watch.Event, bool, error) {
+func (w *Watcher) translate(e state.Event) (Event, bool, error) {
 	cur := e.Type != state.Deleted && w.opts.Matches(e.Object)
 	old := e.Prev != nil && w.opts.Matches(e.Prev)
-	var (
-		typ watch.EventType
-		obj runtime.Object
-	)
 	switch {
 	case e.Type == state.Deleted:
 		if !old {
-			return watch.Event{}, false, nil
+			return Event{}, false, nil
 		}
-		typ, obj = watch.Deleted, e.Object.Obj
+		return w.eventOf(watch.Deleted, e.Object)
 	case cur && old:
-		typ, obj = watch.Modified, e.Object.Obj
+		return w.eventOf(watch.Modified, e.Object)
 	case cur:
-		typ, obj = watch.Added, e.Object.Obj
+		return w.eventOf(watch.Added, e.Object)
 	case old:
 		gone := e.Prev.Obj.DeepCopyObject().(fsm.StoredObject)
 		gone.SetResourceVersion(strconv.FormatUint(e.RV, 10))
-		typ, obj = watch.Deleted, gone
-	default:
-		return watch.Event{}, false, nil
+		out, err := served(w.r, gone)
+		if err != nil {
+			return Event{}, false, err
+		}
+		return Event{Event: watch.Event{Type: watch.Deleted, Object: out}}, true, nil
 	}
-	out, err := served(w.r, obj)
+	return Event{}, false, nil
+}
+
+// eventOf is an event carrying stored object o in the watched version.
+func (w *Watcher) eventOf(typ watch.EventType, o *state.Object) (Event, bool, error) {
+	out, err := served(w.r, o.Obj)
 	if err != nil {
-		return watch.Event{}, false, err
+		return Event{}, false, err
 	}
-	return watch.Event{Type: typ, Object: out}, true, nil
+	return w.event(typ, out, o), true, nil
+}
+
+// event pairs an event object with the stored object when it is that object.
+func (w *Watcher) event(typ watch.EventType, out runtime.Object, o *state.Object) Event {
+	ev := Event{Event: watch.Event{Type: typ, Object: out}}
+	if out == o.Obj {
+		ev.Stored = o
+	}
+	return ev
 }

@@ -188,7 +188,7 @@ func TestWatchHistoryAgeAfterRestart(t *testing.T) {
 			}
 			wa := wtStart(t, s, "", wtWatchOpts(strconv.FormatUint(early, 10)))
 			if evs, err := wa.Next(wtCtx(t)); !apierrors.IsResourceExpired(err) {
-				t.Errorf("%s: %s: watch from %d: %v %v, want 410", when, n.Name, early, wtDescribeAll(t, evs), err)
+				t.Errorf("%s: %s: watch from %d: %v %v, want 410", when, n.Name, early, wtDescribeAll(t, plainEvents(evs)), err)
 			}
 			got := wtDescribeAll(t, wtCollect(t, wtStart(t, s, "", wtWatchOpts(strconv.FormatUint(oldBatch, 10))), w.last(), false))
 			wtCheckStream(t, when+": "+n.Name+" from the oldest RV", got, w.after(oldBatch, nil))

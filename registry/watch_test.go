@@ -302,7 +302,7 @@ func wtCollect(t *testing.T, w *registry.Watcher, until uint64, initial bool) []
 		if ctx.Err() != nil {
 			t.Fatalf("watch at %d did not reach %d within %v; got %v", w.Pos(), until, wtTimeout, wtDescribeAll(t, out))
 		}
-		out = append(out, evs...)
+		out = append(out, plainEvents(evs)...)
 	}
 	return out
 }
@@ -314,7 +314,7 @@ func wtQuiet(t *testing.T, w *registry.Watcher) {
 	defer cancel()
 	evs, err := w.Next(ctx)
 	if err != nil || len(evs) > 0 {
-		t.Fatalf("watch at %d has more: %v %v", w.Pos(), wtDescribeAll(t, evs), err)
+		t.Fatalf("watch at %d has more: %v %v", w.Pos(), wtDescribeAll(t, plainEvents(evs)), err)
 	}
 }
 
@@ -383,7 +383,7 @@ func TestWatchFromResourceVersion(t *testing.T) {
 			if err != nil || len(evs) == 0 {
 				t.Fatalf("first half: %v", err)
 			}
-			got = append(got, wtDescribeAll(t, evs)...)
+			got = append(got, wtDescribeAll(t, plainEvents(evs))...)
 		}
 		resume := got[len(got)-1].RV
 		j := (i + 1) % len(c.Nodes)
@@ -396,7 +396,7 @@ func TestWatchFromResourceVersion(t *testing.T) {
 	// reports its position in bookmarks without ever going back.
 	f := c.Follower()
 	wa := wtStart(t, wtStore(c, f), "", wtWatchOpts(strconv.FormatUint(last, 10)))
-	if b := wtDescribe(t, wa.Bookmark()); b.Type != watch.Bookmark || b.RV != last {
+	if b := wtDescribe(t, wa.Bookmark().Event); b.Type != watch.Bookmark || b.RV != last {
 		t.Fatalf("bookmark before any event = %v, want BOOKMARK@%d", b, last)
 	}
 	done := make(chan struct{})
@@ -411,8 +411,8 @@ func TestWatchFromResourceVersion(t *testing.T) {
 		if err != nil || ctx.Err() != nil {
 			t.Fatalf("live watch at %d: %v %v", wa.Pos(), err, ctx.Err())
 		}
-		got = append(got, wtDescribeAll(t, evs)...)
-		if b := wtDescribe(t, wa.Bookmark()); b.RV < got[len(got)-1].RV {
+		got = append(got, wtDescribeAll(t, plainEvents(evs))...)
+		if b := wtDescribe(t, wa.Bookmark().Event); b.RV < got[len(got)-1].RV {
 			t.Fatalf("bookmark %d behind delivered event %v", b.RV, got[len(got)-1])
 		}
 		if len(got) >= 20 {
@@ -616,9 +616,9 @@ func TestWatchSelectorsAndNamespaces(t *testing.T) {
 		evs, err := wa.Next(ctx)
 		cancel()
 		if err != nil || len(evs) > 0 {
-			t.Fatalf("filtered watch got %v %v for a write it does not match", wtDescribeAll(t, evs), err)
+			t.Fatalf("filtered watch got %v %v for a write it does not match", wtDescribeAll(t, plainEvents(evs)), err)
 		}
-		if b := wtDescribe(t, wa.Bookmark()); b.RV < other {
+		if b := wtDescribe(t, wa.Bookmark().Event); b.RV < other {
 			t.Errorf("bookmark at %d after the unmatched write at %d", b.RV, other)
 		}
 	}
@@ -698,7 +698,7 @@ func TestWatchHistoryWindow(t *testing.T) {
 			wa := wtStart(t, s, "", wtWatchOpts(strconv.FormatUint(rv, 10)))
 			evs, err := wa.Next(wtCtx(t))
 			if len(evs) > 0 {
-				t.Fatalf("%s: watch from %d got %v before the 410", c.Nodes[i].Name, rv, wtDescribeAll(t, evs))
+				t.Fatalf("%s: watch from %d got %v before the 410", c.Nodes[i].Name, rv, wtDescribeAll(t, plainEvents(evs)))
 			}
 			if got := wtCheckTooOld(t, err, rv); got != oldest {
 				t.Errorf("%s: 410 names oldest %d, want %d", c.Nodes[i].Name, got, oldest)
@@ -716,7 +716,7 @@ func TestWatchHistoryWindow(t *testing.T) {
 	// The watcher that started in the window but did not read fast enough.
 	evs, err := slow.Next(wtCtx(t))
 	if len(evs) > 0 {
-		t.Fatalf("slow watcher got %v, want 410", wtDescribeAll(t, evs))
+		t.Fatalf("slow watcher got %v, want 410", wtDescribeAll(t, plainEvents(evs)))
 	}
 	wtCheckTooOld(t, err, first-1)
 }
@@ -905,4 +905,13 @@ func TestListExactFromHistory(t *testing.T) {
 		wtCheckExact(t, s, w, oldest)
 		wtCheckExact(t, s, w, w.last()-1)
 	}
+}
+
+// plainEvents drops the stored-object references of registry events.
+func plainEvents(evs []registry.Event) []watch.Event {
+	out := make([]watch.Event, len(evs))
+	for i, e := range evs {
+		out[i] = e.Event
+	}
+	return out
 }
