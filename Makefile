@@ -1,4 +1,4 @@
-# leasehold — see shared/spec/CLI.md for the command-line contract.
+# leasehold: build, run a local cluster, test, benchmark.
 GO ?= go
 BIN := bin/leasehold
 
@@ -25,9 +25,9 @@ test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-# Placeholder until the benchmark suite exists.
+# Throughput and latency of a fresh local cluster (see scripts/bench.sh).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+	scripts/bench.sh
 
 fmt:
 	@files=$$(git ls-files '*.go'); \
