@@ -81,6 +81,10 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.HandleFunc("/api", s.coreVersions)
 	r.HandleFunc("/api/v1", s.coreResources)
 	r.HandleFunc("/apis", s.groupList)
+	openAPIv2, openAPIv3, openAPIv3Doc := openAPIHandlers(r.NotFoundHandler)
+	r.Handle("/openapi/v2", openAPIv2)
+	r.Handle("/openapi/v3", openAPIv3)
+	r.PathPrefix("/openapi/v3/").Handler(openAPIv3Doc)
 
 	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
 	grp.Use(s.metrics.instrument)

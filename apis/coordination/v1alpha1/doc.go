@@ -1,3 +1,5 @@
+// +k8s:openapi-gen=true
+
 // Package v1alpha1 defines coordination.k8s.io/v1alpha1 LeaseCandidate, the
 // first published shape of the type (k8s.io/api v0.31, Kubernetes 1.31). It
 // no longer exists in current k8s.io/api (Kubernetes 1.32 replaced it with
