@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
+	"github.com/leasehold/leasehold/apis/coordination/leasecandidate"
 	coordinationv1alpha1 "github.com/leasehold/leasehold/apis/coordination/v1alpha1"
 )
 
@@ -37,6 +38,7 @@ func init() {
 	utilruntimeMust(coordinationv1beta1.AddToScheme(Scheme))
 	utilruntimeMust(coordinationv1alpha2.AddToScheme(Scheme))
 	utilruntimeMust(coordinationv1alpha1.AddToScheme(Scheme))
+	utilruntimeMust(leasecandidate.AddConversions(Scheme))
 	// Option bodies may name meta.k8s.io/v1 (kubectl's DeleteOptions), and
 	// Tables and partial metadata live there.
 	Scheme.AddUnversionedTypes(metav1.SchemeGroupVersion,

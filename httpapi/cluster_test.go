@@ -38,6 +38,7 @@ var (
 	rvTextRE  = regexp.MustCompile(`ResourceVersion in object meta: \d+`)
 	tsJSONRE  = regexp.MustCompile(`"creationTimestamp": ?"[^"]*"`)
 	tsYAMLRE  = regexp.MustCompile(`creationTimestamp: "[^"]*"`)
+	mfTimeRE  = regexp.MustCompile(`"time": ?"[^"]*"`)
 	patchedRE = regexp.MustCompile(`Invalid value: \\"\{.*?\}\\": strict`)
 )
 
@@ -51,6 +52,7 @@ func normalize(body []byte, ns string) string {
 	s = rvTextRE.ReplaceAllString(s, `ResourceVersion in object meta: RV`)
 	s = tsJSONRE.ReplaceAllString(s, `"creationTimestamp":"TS"`)
 	s = tsYAMLRE.ReplaceAllString(s, `creationTimestamp: "TS"`)
+	s = mfTimeRE.ReplaceAllString(s, `"time":"TS"`)
 	s = patchedRE.ReplaceAllString(s, `Invalid value: "PATCHED": strict`)
 	return s
 }

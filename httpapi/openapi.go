@@ -17,7 +17,7 @@ import (
 )
 
 // servedPatchTypes are the PATCH bodies the server accepts (see patch).
-var servedPatchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType)}
+var servedPatchTypes = []string{string(types.JSONPatchType), string(types.MergePatchType), string(types.StrategicMergePatchType), string(types.ApplyYAMLPatchType)}
 
 // openAPIService serves /openapi/v2 and /openapi/v3 with kube-openapi's
 // handlers, as kube-apiserver does: ETags, 304 on If-None-Match, the v2

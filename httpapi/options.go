@@ -72,6 +72,13 @@ type writeQuery struct {
 	dryRun          bool
 	fieldManager    string
 	fieldValidation string
+	force           bool
+}
+
+// writeOptions are the registry's options for the write; the field manager
+// defaults to the client's User-Agent.
+func (q writeQuery) writeOptions(req *http.Request) registry.WriteOptions {
+	return registry.WriteOptions{DryRun: q.dryRun, Manager: registry.Manager(q.fieldManager, req.UserAgent())}
 }
 
 func parseCreateOptions(req *http.Request) (writeQuery, error) {
@@ -119,7 +126,7 @@ func parsePatchOptions(req *http.Request, apply bool) (writeQuery, error) {
 	if len(errs) > 0 {
 		return writeQuery{}, invalidOptions("PatchOptions", errs)
 	}
-	return writeQuery{dryRun: len(o.DryRun) > 0, fieldManager: o.FieldManager, fieldValidation: o.FieldValidation}, nil
+	return writeQuery{dryRun: len(o.DryRun) > 0, fieldManager: o.FieldManager, fieldValidation: o.FieldValidation, force: o.Force != nil && *o.Force}, nil
 }
 
 // parseDeleteOptions reads DeleteOptions from the body when there is one,

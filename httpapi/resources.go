@@ -160,7 +160,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	created, err := s.store.Create(ctx, res, obj, registry.WriteOptions{DryRun: q.dryRun})
+	created, err := s.store.Create(ctx, res, obj, q.writeOptions(req))
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -194,7 +194,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	updated, created, err := s.store.Update(ctx, res, ns, name, obj, registry.WriteOptions{DryRun: q.dryRun})
+	updated, created, err := s.store.Update(ctx, res, ns, name, obj, q.writeOptions(req))
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -219,6 +219,9 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 	pt := types.PatchType(mt)
 	switch pt {
 	case types.JSONPatchType, types.MergePatchType, types.StrategicMergePatchType:
+	case types.ApplyYAMLPatchType:
+		s.apply(w, req, out, res, ns, name)
+		return
 	default:
 		// kube-apiserver's router answers this, in plain text.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -294,7 +297,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	patched, err := s.store.Patch(ctx, res, ns, name, apply, registry.WriteOptions{DryRun: q.dryRun})
+	patched, err := s.store.Patch(ctx, res, ns, name, apply, q.writeOptions(req))
 	warnings(w, warns)
 	if err != nil {
 		s.writeError(w, req, err)
@@ -387,4 +390,30 @@ func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res 
 		}
 	}
 	out.write(w, http.StatusOK, list)
+}
+
+// apply serves server-side apply (application/apply-patch+yaml).
+func (s *Server) apply(w http.ResponseWriter, req *http.Request, out output, res *registry.Resource, ns, name string) {
+	q, err := parsePatchOptions(req, true)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	body, err := readBody(req)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	ctx, cancel := requestContext(req)
+	defer cancel()
+	obj, created, err := s.store.Apply(ctx, res, ns, name, body, q.force, q.writeOptions(req))
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	code := http.StatusOK
+	if created {
+		code = http.StatusCreated
+	}
+	out.write(w, code, obj)
 }

@@ -46,6 +46,10 @@ type Resource struct {
 	ToStored   func(obj runtime.Object) (fsm.StoredObject, error)
 	FromStored func(obj fsm.StoredObject) (runtime.Object, error)
 
+	// Sanitize, if set, removes what a client may not write (the stored
+	// form's internal fields) from an incoming object.
+	Sanitize func(obj metav1.Object)
+
 	// Validate and ValidateUpdate check objects of the served version.
 	Validate       func(obj runtime.Object) field.ErrorList
 	ValidateUpdate func(obj, old runtime.Object) field.ErrorList
@@ -160,8 +164,16 @@ func leaseCandidates(version string) *Resource {
 			}
 			return leasecandidate.FromStored(st, version)
 		},
+		Sanitize:       leasecandidate.Sanitize,
 		Validate:       validation.ValidateLeaseCandidate,
 		ValidateUpdate: validation.ValidateLeaseCandidateUpdate,
+	}
+}
+
+// sanitize applies r.Sanitize to an incoming object.
+func (r *Resource) sanitize(obj metav1.Object) {
+	if r.Sanitize != nil {
+		r.Sanitize(obj)
 	}
 }
 

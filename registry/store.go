@@ -12,10 +12,12 @@ import (
 	"github.com/google/uuid"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/yaml"
 
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/fsm"
@@ -217,6 +219,11 @@ func stored(r *Resource, obj Object) (fsm.StoredObject, error) {
 // WriteOptions apply to every write.
 type WriteOptions struct {
 	DryRun bool
+	// Manager is the field manager recorded in managedFields (see
+	// Manager()).
+	Manager string
+	// applied marks a write whose managedFields the apply already set.
+	applied bool
 }
 
 // prepareCreate fills the server-owned metadata of a new object, as
@@ -251,7 +258,15 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOpti
 		obj.SetName(generateName(obj.GetGenerateName()))
 	}
 	presetRV := obj.GetResourceVersion()
+	r.sanitize(obj)
 	s.prepareCreate(obj)
+	if !o.applied {
+		empty := r.New()
+		var err error
+		if obj, err = r.manage(empty, obj, o.Manager); err != nil {
+			return nil, err
+		}
+	}
 	if errs := r.Validate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
@@ -429,6 +444,7 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	if err != nil {
 		return nil, err
 	}
+	r.sanitize(obj)
 	obj.SetUID(old.GetUID())
 	obj.SetCreationTimestamp(old.GetCreationTimestamp())
 	obj.SetGeneration(old.GetGeneration())
@@ -436,6 +452,11 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	obj.SetDeletionGracePeriodSeconds(old.GetDeletionGracePeriodSeconds())
 	obj.SetSelfLink("")
 	obj.SetResourceVersion(old.GetResourceVersion())
+	if !o.applied {
+		if obj, err = r.manage(old, obj, o.Manager); err != nil {
+			return nil, err
+		}
+	}
 	if errs := r.ValidateUpdate(obj, old); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
@@ -612,4 +633,85 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o Dele
 		return nil, writeError(r, k, res.Err)
 	}
 	return served(r, res.Object.Obj)
+}
+
+// Apply is server-side apply: the field manager merges patch (a partial
+// object in YAML or JSON) into the current object and records that manager
+// as the owner of the fields it sets; a field another manager owns is a 409
+// conflict unless force. A missing object is created (created reports it).
+// A resourceVersion in the patch is a precondition, as with any patch.
+func (s *Store) Apply(ctx context.Context, r *Resource, ns, name string, patch []byte, force bool, o WriteOptions) (out runtime.Object, created bool, err error) {
+	patchObj := &unstructured.Unstructured{Object: map[string]any{}}
+	if err := yaml.Unmarshal(patch, &patchObj.Object); err != nil {
+		return nil, false, apierrors.NewBadRequest(fmt.Sprintf("error decoding YAML: %v", err))
+	}
+	r.sanitize(patchObj)
+	fm, err := r.fieldManager()
+	if err != nil {
+		return nil, false, apierrors.NewInternalError(err)
+	}
+	o.applied = true
+	k := key(r, ns, name)
+	confirmed := false
+	for attempt := 0; attempt < 10; attempt++ {
+		cur, err := s.current(ctx, k)
+		if err != nil {
+			return nil, false, err
+		}
+		live := r.New()
+		if cur != nil {
+			obj, err := served(r, cur.Obj)
+			if err != nil {
+				return nil, false, err
+			}
+			live = obj.DeepCopyObject().(Object)
+		} else if !confirmed {
+			if err := s.confirm(ctx); err != nil {
+				return nil, false, err
+			}
+			confirmed = true
+			continue
+		} else {
+			live.SetNamespace(ns)
+			live.SetName(name)
+		}
+		applied, err := fm.Apply(live, patchObj.DeepCopy(), o.Manager, force)
+		if err != nil {
+			var se apierrors.APIStatus
+			if errors.As(err, &se) {
+				return nil, false, err
+			}
+			return nil, false, apierrors.NewBadRequest(err.Error())
+		}
+		obj, ok := applied.(Object)
+		if !ok {
+			return nil, false, apierrors.NewInternalError(fmt.Errorf("apply returned %T", applied))
+		}
+		if obj.GetName() != name {
+			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+		}
+		if obj.GetNamespace() != ns {
+			return nil, false, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		}
+		if cur == nil {
+			obj.SetResourceVersion("")
+			out, err := s.Create(ctx, r, obj, o)
+			if apierrors.IsAlreadyExists(err) {
+				continue // created meanwhile: apply to it instead
+			}
+			return out, err == nil, err
+		}
+		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
+			if want, perr := strconv.ParseUint(rv, 10, 64); perr == nil && want > cur.RV && s.catchUp(ctx, want) {
+				continue
+			}
+			return nil, false, conflict(r, name)
+		}
+		out, err := s.replace(ctx, r, cur, obj, o)
+		if !apierrors.IsConflict(err) {
+			return out, false, err
+		}
+		s.catchUp(ctx, s.cluster.CommitIndex())
+	}
+	return nil, false, conflict(r, name)
 }
