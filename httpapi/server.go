@@ -30,6 +30,9 @@ type Config struct {
 	Gatherer   prometheus.Gatherer
 	// WriteTimeout bounds how long a write waits for a leader.
 	WriteTimeout time.Duration
+	// Elections, if set, is served as JSON at GET /cluster/elections (the
+	// coordinated leader election controller's status); nil means 404.
+	Elections func() any
 }
 
 // Server is the Kubernetes REST API of one node, plus its health and
@@ -41,6 +44,7 @@ type Server struct {
 	writeTimeout time.Duration
 	router       *mux.Router
 	metrics      *metrics
+	elections    func() any
 }
 
 // New builds the API and registers it with the node as the handler of
@@ -56,7 +60,7 @@ func New(cfg Config) *Server {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
 	}
-	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout, metrics: newMetrics(cfg.Registerer)}
+	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout, metrics: newMetrics(cfg.Registerer), elections: cfg.Elections}
 	s.router = s.routes(cfg.Gatherer)
 	cfg.Node.SetForwardHandler(s.serveForwarded)
 	return s
@@ -76,10 +80,12 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.HandleFunc("/cluster/status", s.clusterStatus)
 	r.HandleFunc("/cluster/join", s.leaderOnly(s.clusterJoin))
+	r.HandleFunc("/cluster/elections", s.clusterElections)
 
 	r.HandleFunc("/version", s.version)
 	r.HandleFunc("/api", s.coreVersions)
 	r.HandleFunc("/api/v1", s.coreResources)
+	r.HandleFunc("/api/v1/namespaces/{namespace}", s.namespace).Methods(http.MethodGet)
 	r.HandleFunc("/apis", s.groupList)
 	openAPIv2, openAPIv3, openAPIv3Doc := openAPIHandlers(r.NotFoundHandler)
 	r.Handle("/openapi/v2", openAPIv2)

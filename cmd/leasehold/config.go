@@ -39,6 +39,12 @@ type Config struct {
 	DebugAddr         string        // --debug-addr HOST:PORT, "" = off: net/http/pprof
 	WatchHistory      uint64        // --watch-history: events kept for watch resume
 	WatchHistoryAge   time.Duration // --watch-history-age: how long an event stays resumable
+
+	// Coordinated leader election (package election).
+	ElectionPingWindow    time.Duration // --election-ping-window: how long a pinged candidate has to renew
+	ElectionResync        time.Duration // --election-resync: period of the controller's rounds
+	ElectionLeaseDuration time.Duration // --election-lease-duration: leaseDurationSeconds of elected Leases (whole seconds)
+	CandidateGCAge        time.Duration // --candidate-gc-age: candidates not renewed for this long are deleted
 }
 
 // errHelp is returned by ParseConfig after it printed the help for --help/-h.
@@ -60,6 +66,11 @@ const (
 	cfgDefaultWriteTimeout      = 5 * time.Second
 	cfgDefaultWatchHistory      = 100000
 	cfgDefaultWatchHistoryAge   = 5 * time.Minute
+
+	cfgDefaultElectionPingWindow    = 5 * time.Second
+	cfgDefaultElectionResync        = 5 * time.Second
+	cfgDefaultElectionLeaseDuration = 5 * time.Second
+	cfgDefaultCandidateGCAge        = 30 * time.Minute
 )
 
 // cfgMinRaftDuration is the smallest timer hashicorp/raft accepts
@@ -122,6 +133,14 @@ var cfgFlags = []cfgFlag{
 		usage: "events kept for watches to resume from (> 0)"},
 	{name: "watch-history-age", arg: "DURATION", def: cfgDefaultWatchHistoryAge.String(),
 		usage: "how long an event stays resumable, by the leader's append time (> 0)"},
+	{name: "election-ping-window", arg: "DURATION", def: cfgDefaultElectionPingWindow.String(),
+		usage: "coordinated leader election: how long a pinged LeaseCandidate has to renew before it is not eligible (> 0)"},
+	{name: "election-resync", arg: "DURATION", def: cfgDefaultElectionResync.String(),
+		usage: "coordinated leader election: period of the controller's rounds on the Raft leader (> 0)"},
+	{name: "election-lease-duration", arg: "DURATION", def: cfgDefaultElectionLeaseDuration.String(),
+		usage: "coordinated leader election: leaseDurationSeconds written into elected Leases (whole seconds, >= 1s)"},
+	{name: "candidate-gc-age", arg: "DURATION", def: cfgDefaultCandidateGCAge.String(),
+		usage: "LeaseCandidates not renewed for this long are ignored by elections and deleted (> 0)"},
 }
 
 // cfgEnvName returns the environment variable that mirrors flag name.
@@ -311,6 +330,24 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	if c.WatchHistoryAge, err = cfgParseDuration(src["watch-history-age"], 0); err != nil {
+		return c, err
+	}
+
+	// coordinated leader election
+	if c.ElectionPingWindow, err = cfgParseDuration(src["election-ping-window"], 0); err != nil {
+		return c, err
+	}
+	if c.ElectionResync, err = cfgParseDuration(src["election-resync"], 0); err != nil {
+		return c, err
+	}
+	ld := src["election-lease-duration"]
+	if c.ElectionLeaseDuration, err = cfgParseDuration(ld, time.Second); err != nil {
+		return c, err
+	}
+	if c.ElectionLeaseDuration%time.Second != 0 {
+		return c, ld.errorf("must be a whole number of seconds (leaseDurationSeconds)")
+	}
+	if c.CandidateGCAge, err = cfgParseDuration(src["candidate-gc-age"], 0); err != nil {
 		return c, err
 	}
 	return c, nil

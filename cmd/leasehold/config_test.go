@@ -24,6 +24,11 @@ func defaultConfig() Config {
 		WriteTimeout:      5 * time.Second,
 		WatchHistory:      100000,
 		WatchHistoryAge:   5 * time.Minute,
+
+		ElectionPingWindow:    5 * time.Second,
+		ElectionResync:        5 * time.Second,
+		ElectionLeaseDuration: 5 * time.Second,
+		CandidateGCAge:        30 * time.Minute,
 	}
 }
 
@@ -128,6 +133,20 @@ func TestParseConfigValid(t *testing.T) {
 			want: func(c *Config) {
 				c.SnapshotThreshold, c.SnapshotInterval, c.TrailingLogs = 5, time.Second, 7
 				c.HeartbeatTimeout, c.WriteTimeout, c.DebugAddr = 500*time.Millisecond, 3*time.Second, "127.0.0.1:6060"
+			}},
+		{name: "election flags",
+			args: []string{"--election-ping-window", "1s", "--election-resync", "500ms",
+				"--election-lease-duration", "2s", "--candidate-gc-age", "1h"},
+			want: func(c *Config) {
+				c.ElectionPingWindow, c.ElectionResync = time.Second, 500*time.Millisecond
+				c.ElectionLeaseDuration, c.CandidateGCAge = 2*time.Second, time.Hour
+			}},
+		{name: "election env",
+			env: []string{"LEASEHOLD_ELECTION_PING_WINDOW=2s", "LEASEHOLD_ELECTION_RESYNC=3s",
+				"LEASEHOLD_ELECTION_LEASE_DURATION=15s", "LEASEHOLD_CANDIDATE_GC_AGE=10m"},
+			want: func(c *Config) {
+				c.ElectionPingWindow, c.ElectionResync = 2*time.Second, 3*time.Second
+				c.ElectionLeaseDuration, c.CandidateGCAge = 15*time.Second, 10*time.Minute
 			}},
 		{name: "flag wins over env",
 			args: []string{"--name", "fromflag", "--api-addr", "127.0.0.1:1111", "--log-level", "warn", "--write-timeout", "9s"},
@@ -261,6 +280,13 @@ func TestParseConfigErrors(t *testing.T) {
 		{"heartbeat tiny", nil, []string{"LEASEHOLD_RAFT_HEARTBEAT_TIMEOUT=1ms"}, []string{"LEASEHOLD_RAFT_HEARTBEAT_TIMEOUT", "5ms"}},
 		{"write timeout zero", []string{"--write-timeout", "0"}, nil, []string{"--write-timeout", "greater than 0"}},
 		{"write timeout env", nil, []string{"LEASEHOLD_WRITE_TIMEOUT=soon"}, []string{"LEASEHOLD_WRITE_TIMEOUT", "soon"}},
+
+		{"ping window zero", []string{"--election-ping-window", "0s"}, nil, []string{"--election-ping-window", "greater than 0"}},
+		{"ping window env", nil, []string{"LEASEHOLD_ELECTION_PING_WINDOW=5"}, []string{"LEASEHOLD_ELECTION_PING_WINDOW", "duration"}},
+		{"resync negative", []string{"--election-resync", "-1s"}, nil, []string{"--election-resync", "greater than 0"}},
+		{"lease duration below a second", []string{"--election-lease-duration", "500ms"}, nil, []string{"--election-lease-duration", "at least 1s"}},
+		{"lease duration fraction", []string{"--election-lease-duration", "1500ms"}, nil, []string{"--election-lease-duration", "whole number of seconds"}},
+		{"gc age env", nil, []string{"LEASEHOLD_CANDIDATE_GC_AGE=never"}, []string{"LEASEHOLD_CANDIDATE_GC_AGE", "never"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,7 +332,7 @@ func TestParseConfigHelp(t *testing.T) {
 			}
 		}
 		for _, s := range []string{"./data/<name>", "127.0.0.1:7001", "127.0.0.1:8001", "node1", "info",
-			"8192", "30s", "10240", "1s", "5s", "trace|debug|info|warn|error"} {
+			"8192", "30s", "10240", "1s", "5s", "30m0s", "trace|debug|info|warn|error"} {
 			if !strings.Contains(help, s) {
 				t.Errorf("help lacks default %q", s)
 			}
@@ -320,7 +346,8 @@ func TestFlagNames(t *testing.T) {
 	want := []string{"name", "data-dir", "api-addr", "peer-addr", "initial-cluster", "join", "log-level",
 		"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-auth-file",
 		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "debug-addr",
-		"watch-history", "watch-history-age"}
+		"watch-history", "watch-history-age",
+		"election-ping-window", "election-resync", "election-lease-duration", "candidate-gc-age"}
 	var got []string
 	for _, f := range cfgFlags {
 		got = append(got, f.name)
@@ -349,6 +376,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		"snapshot-threshold": "11", "snapshot-interval": "12s", "trailing-logs": "13",
 		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "debug-addr": "127.0.0.1:16",
 		"watch-history": "17", "watch-history-age": "18s",
+		"election-ping-window": "19s", "election-resync": "20s", "election-lease-duration": "21s", "candidate-gc-age": "22m",
 	}
 	var env []string
 	for _, f := range cfgFlags {
@@ -370,6 +398,8 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		SnapshotThreshold: 11, SnapshotInterval: 12 * time.Second, TrailingLogs: 13,
 		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DebugAddr: "127.0.0.1:16",
 		WatchHistory: 17, WatchHistoryAge: 18 * time.Second,
+		ElectionPingWindow: 19 * time.Second, ElectionResync: 20 * time.Second,
+		ElectionLeaseDuration: 21 * time.Second, CandidateGCAge: 22 * time.Minute,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("\n got %+v\nwant %+v", got, want)

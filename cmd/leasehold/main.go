@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
 	"github.com/leasehold/leasehold/registry"
@@ -92,19 +93,39 @@ func serve(cfg Config, logger hclog.Logger) error {
 		return err
 	}
 
+	store := registry.New(node)
+	// The coordinated leader election controller acts only while this node
+	// is the Raft leader; it writes through the store like any client.
+	elections := election.New(election.Config{
+		Store:         store,
+		Node:          node,
+		PingWindow:    cfg.ElectionPingWindow,
+		Resync:        cfg.ElectionResync,
+		LeaseDuration: cfg.ElectionLeaseDuration,
+		GCAge:         cfg.CandidateGCAge,
+		Logger:        logger.Named("election"),
+		Registerer:    reg,
+	})
 	api := httpapi.New(httpapi.Config{
 		Node:         node,
-		Store:        registry.New(node),
+		Store:        store,
 		Logger:       logger.Named("api"),
 		Registerer:   reg,
 		Gatherer:     reg,
 		WriteTimeout: cfg.WriteTimeout,
+		Elections:    func() any { return elections.Status() },
 	})
 
 	// Cancelling baseCtx ends every request still running, watches
-	// included, so that shutdown does not wait for them.
+	// included, so that shutdown does not wait for them; it also stops the
+	// election controller.
 	baseCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
+	electionDone := make(chan struct{})
+	go func() {
+		defer close(electionDone)
+		elections.Run(baseCtx)
+	}()
 	srv := &http.Server{
 		Handler:           api.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -151,6 +172,10 @@ func serve(cfg Config, logger hclog.Logger) error {
 	_ = srv.Shutdown(ctx)
 	if debugSrv != nil {
 		_ = debugSrv.Shutdown(ctx)
+	}
+	select {
+	case <-electionDone:
+	case <-ctx.Done():
 	}
 	return node.Close()
 }
