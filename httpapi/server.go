@@ -71,6 +71,7 @@ func (s *Server) Handler() http.Handler { return s.router }
 
 func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r := mux.NewRouter()
+	r.Use(responseHeaders)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 	})
