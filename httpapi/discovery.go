@@ -13,8 +13,12 @@ import (
 
 	"github.com/gorilla/mux"
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/version"
 
 	"github.com/leasehold/leasehold/apis"
@@ -94,6 +98,28 @@ func (s *Server) coreResources(w http.ResponseWriter, req *http.Request) {
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
 		GroupVersion: "v1",
 		APIResources: []metav1.APIResource{},
+	})
+}
+
+// namespace answers GET /api/v1/namespaces/{namespace}. Leasehold has no
+// Namespace objects: every namespace exists, so any valid name is an active
+// namespace. kubectl asks after a namespaced object is not found, and a 404
+// here would replace its "<resource> "x" not found" with "the server could
+// not find the requested resource".
+func (s *Server) namespace(w http.ResponseWriter, req *http.Request) {
+	name := mux.Vars(req)["namespace"]
+	if len(validation.IsDNS1123Label(name)) > 0 {
+		s.writeError(w, req, apierrors.NewNotFound(schema.GroupResource{Resource: "namespaces"}, name))
+		return
+	}
+	writeJSON(w, req, http.StatusOK, &corev1.Namespace{
+		TypeMeta: metav1.TypeMeta{Kind: "Namespace", APIVersion: "v1"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: map[string]string{corev1.LabelMetadataName: name},
+		},
+		Spec:   corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{corev1.FinalizerKubernetes}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive},
 	})
 }
 

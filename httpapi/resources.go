@@ -139,7 +139,7 @@ func checkNamespace(obj registry.Object, ns string) error {
 }
 
 func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
-	out, err := negotiate(req)
+	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -165,11 +165,11 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.
 		s.writeError(w, req, err)
 		return
 	}
-	out.write(w, http.StatusCreated, created)
+	s.writeObject(w, req, out, http.StatusCreated, created)
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
-	out, err := negotiate(req)
+	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -203,14 +203,14 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.
 	if created {
 		code = http.StatusCreated
 	}
-	out.write(w, code, updated)
+	s.writeObject(w, req, out, code, updated)
 }
 
 // maxJSONPatchOperations is kube-apiserver's bound on a JSON patch.
 const maxJSONPatchOperations = 10000
 
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
-	out, err := negotiate(req)
+	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
 		return
@@ -303,7 +303,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		s.writeError(w, req, err)
 		return
 	}
-	out.write(w, http.StatusOK, patched)
+	s.writeObject(w, req, out, http.StatusOK, patched)
 }
 
 func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
@@ -415,5 +415,18 @@ func (s *Server) apply(w http.ResponseWriter, req *http.Request, out output, res
 	if created {
 		code = http.StatusCreated
 	}
-	out.write(w, code, obj)
+	s.writeObject(w, req, out, code, obj)
+}
+
+// writeObject answers with a write's result, transformed as Accept asks:
+// kube-apiserver serves Tables and PartialObjectMetadata for writes as for
+// reads, and client-go's metadata client asks for PartialObjectMetadata in
+// protobuf on patch.
+func (s *Server) writeObject(w http.ResponseWriter, req *http.Request, out output, code int, obj runtime.Object) {
+	t, err := transform(req, out, obj, true)
+	if err != nil {
+		s.writeError(w, req, err)
+		return
+	}
+	out.write(w, code, t)
 }
