@@ -611,8 +611,8 @@ func (r *kcRecorder) types() map[string][]string {
 	return out
 }
 
-// recorded returns a config for member i whose answers are recorded.
-func kcRecorded(c *testcluster.Cluster, i int, cfg *rest.Config) (*rest.Config, *kcRecorder) {
+// kcRecorded returns a copy of cfg whose answers are recorded.
+func kcRecorded(cfg *rest.Config) (*rest.Config, *kcRecorder) {
 	rec := &kcRecorder{ct: map[string][]string{}}
 	cfg = rest.CopyConfig(cfg)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { rec.rt = rt; return rec })
@@ -637,7 +637,7 @@ func TestClientGoClients(t *testing.T) {
 			name, wantCT = "typed-protobuf", "application/vnd.kubernetes.protobuf"
 		}
 		t.Run(name, func(t *testing.T) {
-			cfg, rec := kcRecorded(c, f, c.Config(f, pb))
+			cfg, rec := kcRecorded(c.Config(f, pb))
 			cs := clientset(t, cfg)
 			ns := "kc-" + name
 			ctx := opCtx(t)
@@ -826,7 +826,7 @@ func TestClientGoClients(t *testing.T) {
 		ctx := opCtx(t)
 		ns := "kc-meta"
 		cs := c.Client(c.Leader(), true)
-		cfg, rec := kcRecorded(c, f, &rest.Config{Host: c.Nodes[f].URL(), QPS: -1, Timeout: 30 * time.Second})
+		cfg, rec := kcRecorded(&rest.Config{Host: c.Nodes[f].URL(), QPS: -1, Timeout: 30 * time.Second})
 		mc, err := metadata.NewForConfig(cfg)
 		if err != nil {
 			t.Fatal(err)
