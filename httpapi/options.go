@@ -81,15 +81,19 @@ func (q writeQuery) writeOptions(req *http.Request) registry.WriteOptions {
 	return registry.WriteOptions{DryRun: q.dryRun, Manager: registry.Manager(q.fieldManager, req.UserAgent())}
 }
 
+// checkWriteOptions validates what create, update and patch options share.
+func checkWriteOptions(dryRun []string, fieldManager, fieldValidation string) field.ErrorList {
+	errs := validateDryRun(field.NewPath("dryRun"), dryRun)
+	errs = append(errs, validateFieldManager(field.NewPath("fieldManager"), fieldManager)...)
+	return append(errs, validateFieldValidation(field.NewPath("fieldValidation"), fieldValidation)...)
+}
+
 func parseCreateOptions(req *http.Request) (writeQuery, error) {
 	var o metav1.CreateOptions
 	if err := decodeQuery(req, &o); err != nil {
 		return writeQuery{}, err
 	}
-	errs := validateDryRun(field.NewPath("dryRun"), o.DryRun)
-	errs = append(errs, validateFieldManager(field.NewPath("fieldManager"), o.FieldManager)...)
-	errs = append(errs, validateFieldValidation(field.NewPath("fieldValidation"), o.FieldValidation)...)
-	if len(errs) > 0 {
+	if errs := checkWriteOptions(o.DryRun, o.FieldManager, o.FieldValidation); len(errs) > 0 {
 		return writeQuery{}, invalidOptions("CreateOptions", errs)
 	}
 	return writeQuery{dryRun: len(o.DryRun) > 0, fieldManager: o.FieldManager, fieldValidation: o.FieldValidation}, nil
@@ -100,10 +104,7 @@ func parseUpdateOptions(req *http.Request) (writeQuery, error) {
 	if err := decodeQuery(req, &o); err != nil {
 		return writeQuery{}, err
 	}
-	errs := validateDryRun(field.NewPath("dryRun"), o.DryRun)
-	errs = append(errs, validateFieldManager(field.NewPath("fieldManager"), o.FieldManager)...)
-	errs = append(errs, validateFieldValidation(field.NewPath("fieldValidation"), o.FieldValidation)...)
-	if len(errs) > 0 {
+	if errs := checkWriteOptions(o.DryRun, o.FieldManager, o.FieldValidation); len(errs) > 0 {
 		return writeQuery{}, invalidOptions("UpdateOptions", errs)
 	}
 	return writeQuery{dryRun: len(o.DryRun) > 0, fieldManager: o.FieldManager, fieldValidation: o.FieldValidation}, nil
@@ -114,9 +115,7 @@ func parsePatchOptions(req *http.Request, apply bool) (writeQuery, error) {
 	if err := decodeQuery(req, &o); err != nil {
 		return writeQuery{}, err
 	}
-	errs := validateDryRun(field.NewPath("dryRun"), o.DryRun)
-	errs = append(errs, validateFieldManager(field.NewPath("fieldManager"), o.FieldManager)...)
-	errs = append(errs, validateFieldValidation(field.NewPath("fieldValidation"), o.FieldValidation)...)
+	errs := checkWriteOptions(o.DryRun, o.FieldManager, o.FieldValidation)
 	if o.Force != nil && !apply {
 		errs = append(errs, field.Forbidden(field.NewPath("force"), "may not be specified for non-apply patch"))
 	}

@@ -306,20 +306,28 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 	s.writeObject(w, req, out, http.StatusOK, patched)
 }
 
-func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+// deleteRequest negotiates the answer and reads DeleteOptions for delete
+// and deletecollection; on failure it has answered.
+func (s *Server) deleteRequest(w http.ResponseWriter, req *http.Request) (output, *metav1.DeleteOptions, bool) {
 	out, err := negotiate(req)
 	if err != nil {
 		s.writeError(w, req, err)
-		return
+		return out, nil, false
 	}
 	body, err := readBody(req)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
+	if err == nil {
+		var o *metav1.DeleteOptions
+		if o, err = parseDeleteOptions(req, body); err == nil {
+			return out, o, true
+		}
 	}
-	o, err := parseDeleteOptions(req, body)
-	if err != nil {
-		s.writeError(w, req, err)
+	s.writeError(w, req, err)
+	return out, nil, false
+}
+
+func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
+	out, o, ok := s.deleteRequest(w, req)
+	if !ok {
 		return
 	}
 	ctx, cancel := requestContext(req)
@@ -344,19 +352,8 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.
 // returns (its first page when limited), one write each, and answers with
 // that list.
 func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
-	out, err := negotiate(req)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	body, err := readBody(req)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	o, err := parseDeleteOptions(req, body)
-	if err != nil {
-		s.writeError(w, req, err)
+	out, o, ok := s.deleteRequest(w, req)
+	if !ok {
 		return
 	}
 	_, lo, err := parseListOptions(req)
