@@ -6,12 +6,13 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
 // printer is a kind's table: kube-apiserver's columns and a row's cells.
@@ -40,7 +41,10 @@ var printers = map[string]printer{
 	"LeaseCandidate": {
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
-			{Name: "LeaseName", Type: "string", Description: "The name of the lease that this candidate is for."},
+			// As kube-apiserver's printers: LeaseName has v1alpha2's field
+			// doc; BinaryVersion and EmulationVersion look theirs up in
+			// ObjectMeta's docs, which have none.
+			{Name: "LeaseName", Type: "string", Description: coordinationv1alpha2.LeaseCandidateSpec{}.SwaggerDoc()["leaseName"]},
 			{Name: "BinaryVersion", Type: "string"},
 			{Name: "EmulationVersion", Type: "string"},
 			ageColumn,
@@ -136,11 +140,9 @@ func toTable(req *http.Request, out output, obj runtime.Object, columns bool) (*
 	include := metav1.IncludeMetadata
 	if v := req.URL.Query().Get("includeObject"); v != "" {
 		include = metav1.IncludeObjectPolicy(v)
-		switch include {
-		case metav1.IncludeNone, metav1.IncludeMetadata, metav1.IncludeObject:
-		default:
-			errs := field.ErrorList{field.NotSupported(field.NewPath("includeObject"), include, []string{string(metav1.IncludeNone), string(metav1.IncludeMetadata), string(metav1.IncludeObject)})}
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs.ToAggregate()))
+		// kube-apiserver's check and message.
+		if errs := metav1validation.ValidateTableOptions(&metav1.TableOptions{IncludeObject: include}); len(errs) > 0 {
+			return nil, apierrors.NewBadRequest(fmt.Sprintf("Unable to convert to Table as requested: %v", errs[0].Error()))
 		}
 	}
 	table := &metav1.Table{TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/" + as.Version}}
@@ -186,6 +188,12 @@ func toTable(req *http.Request, out output, obj runtime.Object, columns bool) (*
 			}
 		case metav1.IncludeObject:
 			rowObj = it
+			// List items carry no kind; the embedded object must (kubectl
+			// decodes it as unstructured).
+			if rowObj.GetObjectKind().GroupVersionKind().Empty() {
+				rowObj = it.DeepCopyObject()
+				rowObj.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind().GroupVersion().WithKind(kind))
+			}
 		}
 		if rowObj != nil {
 			raw, err := runtime.Encode(embed, rowObj)
