@@ -207,14 +207,6 @@ func served(r *Resource, obj runtime.Object) (Object, error) {
 	return out, nil
 }
 
-// stored converts a served object to the stored form.
-func stored(r *Resource, obj Object) (fsm.StoredObject, error) {
-	out, err := r.toStored(obj)
-	if err != nil {
-		return nil, apierrors.NewInternalError(err)
-	}
-	return out, nil
-}
 
 // WriteOptions apply to every write.
 type WriteOptions struct {
@@ -237,13 +229,17 @@ func (s *Store) prepareCreate(obj Object) {
 	obj.SetResourceVersion("")
 }
 
-// encodeStored returns the bytes the FSM stores: the object's protobuf with
-// resourceVersion unset.
-func encodeStored(obj fsm.StoredObject) ([]byte, error) {
-	rv := obj.GetResourceVersion()
-	obj.SetResourceVersion("")
-	data, err := obj.Marshal()
-	obj.SetResourceVersion(rv)
+// storedBytes converts a served object to the stored form and returns what
+// the FSM stores: its protobuf encoding with resourceVersion unset.
+func storedBytes(r *Resource, obj Object) ([]byte, error) {
+	st, err := r.toStored(obj)
+	if err != nil {
+		return nil, apierrors.NewInternalError(err)
+	}
+	rv := st.GetResourceVersion()
+	st.SetResourceVersion("")
+	data, err := st.Marshal()
+	st.SetResourceVersion(rv)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
 	}
@@ -281,11 +277,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOpti
 	}
 	// kube-apiserver tries a few generated names before giving up.
 	for attempt := 0; ; attempt++ {
-		st, err := stored(r, obj)
-		if err != nil {
-			return nil, err
-		}
-		data, err := encodeStored(st)
+		data, err := storedBytes(r, obj)
 		if err != nil {
 			return nil, err
 		}
@@ -463,11 +455,7 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	if o.DryRun {
 		return obj, nil
 	}
-	st, err := stored(r, obj)
-	if err != nil {
-		return nil, err
-	}
-	data, err := encodeStored(st)
+	data, err := storedBytes(r, obj)
 	if err != nil {
 		return nil, err
 	}
