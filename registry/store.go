@@ -207,7 +207,6 @@ func served(r *Resource, obj runtime.Object) (Object, error) {
 	return out, nil
 }
 
-
 // WriteOptions apply to every write.
 type WriteOptions struct {
 	DryRun bool
