@@ -1622,7 +1622,7 @@ func TestLeaseCandidateConversion(t *testing.T) {
 		}
 	})
 
-	t.Run("newer_version_update_resets_the_list", func(t *testing.T) {
+	t.Run("newer_version_update_keeps_the_list_while_the_strategy_stays", func(t *testing.T) {
 		w := w.with(t)
 		for _, v := range []string{"v1beta1", "v1alpha2"} {
 			name := "reset-by-" + v
@@ -1637,17 +1637,30 @@ func TestLeaseCandidateConversion(t *testing.T) {
 				t.Errorf("update through %s kept RV %s", v, put.Metadata.ResourceVersion)
 			}
 			after := lcAnswer(t, w.do("GET", lcPath("v1alpha1", ns, name), nil), 200, "v1alpha1")
-			if !lcJSONSame(t, after.Spec, `{"leaseName":"l",`+renew+`,"binaryVersion":"1.31.0","emulationVersion":"1.31.0","preferredStrategies":["example.com/a"]}`) {
-				t.Errorf("v1alpha1 read after an update through %s: %s, want [strategy]", v, after.Spec)
+			if !lcJSONSame(t, after.Spec, `{"leaseName":"l",`+renew+`,"binaryVersion":"1.31.0","emulationVersion":"1.31.0","preferredStrategies":["example.com/a",`+strconv.Quote(lcOEV)+`]}`) {
+				t.Errorf("v1alpha1 read after an update through %s that kept the strategy: %s, want the whole list", v, after.Spec)
+			}
+			// Writing back what was read changes nothing, not even the RV.
+			same := lcAnswer(t, w.do("PUT", lcPath(v, ns, name), string(put.raw)), 200, v)
+			if same.Metadata.ResourceVersion != put.Metadata.ResourceVersion {
+				t.Errorf("identical write-back through %s moved the RV %s -> %s", v, put.Metadata.ResourceVersion, same.Metadata.ResourceVersion)
+			}
+			// A new strategy resets the list to [strategy].
+			changed := strings.Replace(string(put.raw), `"strategy":"example.com/a"`, `"strategy":"example.com/z"`, 1)
+			lcAnswer(t, w.do("PUT", lcPath(v, ns, name), changed), 200, v)
+			reset := lcAnswer(t, w.do("GET", lcPath("v1alpha1", ns, name), nil), 200, "v1alpha1")
+			if !lcJSONSame(t, reset.Spec, `{"leaseName":"l",`+renew+`,"binaryVersion":"1.31.0","emulationVersion":"1.31.0","preferredStrategies":["example.com/z"]}`) {
+				t.Errorf("v1alpha1 read after a strategy change through %s: %s, want [strategy]", v, reset.Spec)
 			}
 		}
-		// The 3-strategy object updated through v1beta1: v1alpha1 shows
-		// [strategy], and so do the v1alpha1 watch's events.
+		// The 3-strategy object updated through v1beta1 with its strategy
+		// kept: v1alpha1 still shows the whole list, and so do the v1alpha1
+		// watch's events.
 		cur := lcAnswer(t, w.do("GET", lcPath("v1beta1", ns, "from-v1alpha1"), nil), 200, "v1beta1")
 		upd := strings.Replace(string(cur.raw), `"binaryVersion":"1.31.0"`, `"binaryVersion":"1.32.0"`, 1)
 		lcAnswer(t, w.do("PUT", lcPath("v1beta1", ns, "from-v1alpha1"), upd), 200, "v1beta1")
 		after := lcAnswer(t, w.do("GET", lcPath("v1alpha1", ns, "from-v1alpha1"), nil), 200, "v1alpha1")
-		if !lcJSONSame(t, after.Spec, `{"leaseName":"kube-apiserver",`+times+`,"binaryVersion":"1.32.0","emulationVersion":"1.30.0","preferredStrategies":["OldestEmulationVersion"]}`) {
+		if !lcJSONSame(t, after.Spec, `{"leaseName":"kube-apiserver",`+times+`,"binaryVersion":"1.32.0","emulationVersion":"1.30.0","preferredStrategies":["OldestEmulationVersion","example.com/b","example.com/c"]}`) {
 			t.Errorf("v1alpha1 read after a v1beta1 update: %s", after.Spec)
 		}
 		for _, v := range lcVersions {
@@ -2488,9 +2501,10 @@ func TestLeaseCandidateParameters(t *testing.T) {
 		if !lcJSONSame(t, out.Spec, `{"leaseName":"l","binaryVersion":"1.32.0","strategy":"example.com/a"}`) {
 			t.Errorf("forced v1beta1 apply: %s", out.Spec)
 		}
-		// bob wrote through v1beta1, which resets the v1alpha1 view.
+		// bob wrote through v1beta1 without changing the strategy, so the
+		// v1alpha1 view keeps alice's list.
 		a := lcAnswer(t, w.do("GET", lcPath("v1alpha1", ns, "x"), nil), 200, "v1alpha1")
-		if !lcJSONSame(t, a.Spec, `{"leaseName":"l","binaryVersion":"1.32.0","preferredStrategies":["example.com/a"]}`) {
+		if !lcJSONSame(t, a.Spec, `{"leaseName":"l","binaryVersion":"1.32.0","preferredStrategies":["example.com/a","example.com/b"]}`) {
 			t.Errorf("v1alpha1 read after a v1beta1 apply: %s", a.Spec)
 		}
 		if got := managers(a.Metadata.ManagedFields); !slices.Contains(got, "alice/Apply") || !slices.Contains(got, "bob/Apply") {

@@ -45,6 +45,9 @@ type Resource struct {
 	// it is, and FromStored returns the stored object itself, shared.
 	ToStored   func(obj runtime.Object) (fsm.StoredObject, error)
 	FromStored func(obj fsm.StoredObject) (runtime.Object, error)
+	// CarryOver, if set, moves into a converted update what the stored
+	// object it replaces keeps beyond the served version's fields.
+	CarryOver func(prev, next fsm.StoredObject)
 
 	// Sanitize, if set, removes what a client may not write (the stored
 	// form's internal fields) from an incoming object.
@@ -163,6 +166,13 @@ func leaseCandidates(version string) *Resource {
 				return nil, fmt.Errorf("stored leasecandidate is a %T", obj)
 			}
 			return leasecandidate.FromStored(st, version)
+		},
+		CarryOver: func(prev, next fsm.StoredObject) {
+			p, ok1 := prev.(*coordinationv1beta1.LeaseCandidate)
+			n, ok2 := next.(*coordinationv1beta1.LeaseCandidate)
+			if ok1 && ok2 {
+				leasecandidate.CarryOver(p, n)
+			}
 		},
 		Sanitize:       leasecandidate.Sanitize,
 		Validate:       validation.ValidateLeaseCandidate,

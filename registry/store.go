@@ -229,11 +229,15 @@ func (s *Store) prepareCreate(obj Object) {
 }
 
 // storedBytes converts a served object to the stored form and returns what
-// the FSM stores: its protobuf encoding with resourceVersion unset.
-func storedBytes(r *Resource, obj Object) ([]byte, error) {
+// the FSM stores: its protobuf encoding with resourceVersion unset. prev is
+// the stored object it replaces, if any.
+func storedBytes(r *Resource, obj Object, prev runtime.Object) ([]byte, error) {
 	st, err := r.toStored(obj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
+	}
+	if r.CarryOver != nil && prev != nil {
+		r.CarryOver(prev.(fsm.StoredObject), st)
 	}
 	rv := st.GetResourceVersion()
 	st.SetResourceVersion("")
@@ -276,7 +280,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOpti
 	}
 	// kube-apiserver tries a few generated names before giving up.
 	for attempt := 0; ; attempt++ {
-		data, err := storedBytes(r, obj)
+		data, err := storedBytes(r, obj, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -454,7 +458,7 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	if o.DryRun {
 		return obj, nil
 	}
-	data, err := storedBytes(r, obj)
+	data, err := storedBytes(r, obj, cur.Obj)
 	if err != nil {
 		return nil, err
 	}

@@ -32,9 +32,11 @@
 //   - Writes (ToStored). v1alpha1: strategy = preferredStrategies[0] (empty
 //     when the list is empty) and the annotation holds the whole list; an
 //     empty list removes the annotation. v1alpha2 and v1beta1: the
-//     annotation is removed, so a later v1alpha1 read sees [strategy].
-//     Any value the client itself put under the annotation key is replaced
-//     or removed in both cases.
+//     annotation is removed, so a later v1alpha1 read sees [strategy] —
+//     unless the write replaces an object whose list starts with the same
+//     strategy, which then keeps its list (CarryOver, applied by the
+//     registry on updates). Any value the client itself put under the
+//     annotation key is replaced or removed in every case.
 //   - Reads (FromStored). The annotation never appears in any version's
 //     output. v1alpha1 gets the annotation's list when it is a valid JSON
 //     array whose first element equals the stored strategy (which is always
@@ -46,10 +48,11 @@
 //
 // Consequences: an object written in any version reads back in every
 // version; a round trip through the writer's own version is lossless; a
-// v1alpha1 list [A, B, C] reads as strategy A in v1alpha2 and v1beta1; and a
-// v1alpha2 or v1beta1 update of an object written through v1alpha1 resets
-// the v1alpha1 view to [strategy] (the newer writer cannot know the rest of
-// the list, and keeping it could contradict the strategy it wrote).
+// v1alpha1 list [A, B, C] reads as strategy A in v1alpha2 and v1beta1; a
+// v1alpha2 or v1beta1 update that keeps strategy A (a candidate renewing,
+// say) keeps the list, and writing back an object unchanged through any
+// version changes nothing; an update that sets another strategy resets the
+// v1alpha1 view to [strategy] (the list would contradict it).
 //
 // # Lists
 //

@@ -72,3 +72,23 @@ func Sanitize(m metav1.Object) {
 	}
 	m.SetAnnotations(a)
 }
+
+// CarryOver keeps a v1alpha1 writer's preference list when a newer version
+// rewrites the object without changing its strategy: such a write (a
+// candidate renewing, say) neither changes what the v1alpha1 client sees
+// nor, when nothing else changed, the object at all. A new strategy still
+// resets the list to [strategy].
+func CarryOver(old, st *coordinationv1beta1.LeaseCandidate) {
+	list, ok := old.Annotations[PreferredStrategiesAnnotation]
+	if !ok || st.Annotations[PreferredStrategiesAnnotation] != "" {
+		return
+	}
+	prefs := preferredStrategies(old)
+	if len(prefs) == 0 || prefs[0] != st.Spec.Strategy {
+		return
+	}
+	if st.Annotations == nil {
+		st.Annotations = map[string]string{}
+	}
+	st.Annotations[PreferredStrategiesAnnotation] = list
+}
