@@ -23,7 +23,7 @@ import (
 // Test timing. Tests run with -race on a 2-core machine: a heartbeat
 // timeout below 300ms causes spurious elections there.
 const (
-	testHeartbeat = 300 * time.Millisecond
+	testHeartbeat = 500 * time.Millisecond
 	// waitTimeout bounds every wait for the cluster to settle.
 	waitTimeout = 15 * time.Second
 	// opTimeout bounds one Apply, read or RPC.

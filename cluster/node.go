@@ -181,7 +181,11 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	rc.Logger = cfg.Logger.Named("raft")
 	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
 	rc.ElectionTimeout = cfg.HeartbeatTimeout
-	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout / 2
+	// The leader steps down after this long without a quorum. Reads never
+	// rely on it (they confirm leadership with VerifyLeader), so it only
+	// needs to stay below the heartbeat timeout; a short one makes a leader
+	// on a CPU-starved machine step down for nothing.
+	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout * 3 / 4
 	rc.CommitTimeout = 20 * time.Millisecond
 	rc.MaxAppendEntries = 256
 	rc.SnapshotThreshold = cfg.SnapshotThreshold

@@ -28,7 +28,7 @@ import (
 // Options tune a test cluster.
 type Options struct {
 	// HeartbeatTimeout is Raft's; tests run with -race on small machines,
-	// so it defaults to 300ms.
+	// so it defaults to 500ms.
 	HeartbeatTimeout  time.Duration
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -73,7 +73,7 @@ type Cluster struct {
 func New(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
 	if opts.HeartbeatTimeout == 0 {
-		opts.HeartbeatTimeout = 300 * time.Millisecond
+		opts.HeartbeatTimeout = 500 * time.Millisecond
 	}
 	c := &Cluster{t: t, opts: opts}
 	// Reserve the ports first: the initial cluster names every address.
