@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/leasehold
 
-.PHONY: all build cluster stop clean test bench fmt vet
+.PHONY: all build cluster stop clean test bench fmt vet chaos
 
 all: build
 
@@ -24,6 +24,12 @@ clean:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+
+# Chaos suite (test/chaos): faults, workload, linearizability and watch
+# checks. make chaos DURATION=10m CHAOS_SEED=123
+DURATION ?= 10m
+chaos:
+	CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run TestChaos ./test/chaos -v
 
 # Throughput and latency of a fresh local cluster (see scripts/bench.sh).
 bench:

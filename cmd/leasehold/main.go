@@ -64,7 +64,11 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 }
 
 func serve(cfg Config, logger hclog.Logger) error {
-	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, Logger: logger.Named("transport")})
+	rewrite, err := testPeerDialRewrite(os.Getenv(testPeerDialEnv), cfg.PeerAddr)
+	if err != nil {
+		return err
+	}
+	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, DialRewrite: rewrite, Logger: logger.Named("transport")})
 	if err != nil {
 		return err
 	}
@@ -178,6 +182,52 @@ func serve(cfg Config, logger hclog.Logger) error {
 	case <-ctx.Done():
 	}
 	return node.Close()
+}
+
+// testPeerDialEnv names a hidden, TEST-ONLY environment variable: it is not
+// part of the CLI contract, not documented in CLI.md, and must never be set
+// in production. The chaos suite (test/chaos) uses it to route every peer
+// dial of a node, Raft and internal RPC alike, through a fault-injecting
+// proxy, one proxy per directed edge. Its value is a comma-separated list of
+//
+//	peerAddr=proxyAddr            (rewrite dials to peerAddr), or
+//	fromAddr>toAddr=proxyAddr     (the same, only on the node whose
+//	                               --peer-addr is fromAddr)
+//
+// config.go ignores unknown LEASEHOLD_* variables, so it is read here.
+const testPeerDialEnv = "LEASEHOLD_TEST_PEER_DIAL"
+
+// testPeerDialRewrite parses the value of testPeerDialEnv for the node whose
+// peer address is self; it returns nil when v is empty.
+func testPeerDialRewrite(v, self string) (func(string) string, error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		key, proxy, ok := strings.Cut(item, "=")
+		if !ok || key == "" || proxy == "" {
+			return nil, fmt.Errorf("%s: bad entry %q, want peerAddr=proxyAddr or from>to=proxyAddr", testPeerDialEnv, item)
+		}
+		if from, to, edge := strings.Cut(key, ">"); edge {
+			if from != self {
+				continue
+			}
+			key = to
+		}
+		m[key] = proxy
+	}
+	return func(addr string) string {
+		if p, ok := m[addr]; ok {
+			return p
+		}
+		return addr
+	}, nil
 }
 
 // join asks the member at cfg.Join to add this node, until it succeeds or
