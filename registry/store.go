@@ -409,6 +409,11 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Ob
 			continue
 		}
 		out, err := s.replace(ctx, r, cur, obj, o)
+		if apierrors.IsNotFound(err) {
+			// Deleted meanwhile: the update creates it, as
+			// kube-apiserver's retry would.
+			continue
+		}
 		return out, false, err
 	}
 	return nil, false, conflict(r, name)
