@@ -100,6 +100,7 @@ type Node struct {
 	mux      *transport.Mux
 	client   *transport.Client
 	bolt     *raftboltdb.BoltStore
+	stable   *stableStore
 	trans    *raft.NetworkTransport
 
 	// forward handles writes forwarded to this node; set by the API.
@@ -159,6 +160,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		return nil, fmt.Errorf("open raft log: %w", err)
 	}
 	n.bolt = bolt
+	n.stable = &stableStore{StableStore: bolt}
 	logs, err := raft.NewLogCache(512, bolt)
 	if err != nil {
 		bolt.Close()
@@ -194,7 +196,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	rc.NotifyCh = n.notifyCh
 	rc.NoLegacyTelemetry = true
 
-	has, err := raft.HasExistingState(logs, bolt, snaps)
+	has, err := raft.HasExistingState(logs, n.stable, snaps)
 	if err != nil {
 		bolt.Close()
 		return nil, fmt.Errorf("inspect raft state: %w", err)
@@ -208,14 +210,14 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		for _, p := range peers {
 			conf.Servers = append(conf.Servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.Addr)})
 		}
-		if err := raft.BootstrapCluster(rc, logs, bolt, snaps, n.trans, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, logs, n.stable, snaps, n.trans, conf); err != nil {
 			bolt.Close()
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 		n.logger.Info("bootstrapped a new cluster", "members", len(conf.Servers))
 	}
 
-	r, err := raft.NewRaft(rc, n.fsm, logs, bolt, snaps, n.trans)
+	r, err := raft.NewRaft(rc, n.fsm, logs, n.stable, snaps, n.trans)
 	if err != nil {
 		bolt.Close()
 		return nil, fmt.Errorf("start raft: %w", err)
@@ -560,6 +562,7 @@ func (n *Node) shutdown(transfer bool) error {
 	n.client.Close()
 	n.trans.Close()
 	n.mux.Close()
+	n.stable.close()
 	if cerr := n.bolt.Close(); err == nil {
 		err = cerr
 	}
