@@ -125,37 +125,39 @@ func errorStrings(errs []error) []string {
 	return out
 }
 
-// checkNamespace defaults the object's namespace to the URL's and refuses a
-// different one.
-func checkNamespace(obj registry.Object, ns string) error {
-	switch obj.GetNamespace() {
-	case "":
-		obj.SetNamespace(ns)
-	case ns:
-	default:
-		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
-	}
-	return nil
-}
-
-func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
+// decodeWrite is what create and update share: negotiate the answer, read
+// the options and the body, default the body's namespace to the URL's. On
+// failure it has answered.
+func (s *Server) decodeWrite(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string,
+	parse func(*http.Request) (writeQuery, error)) (output, writeQuery, registry.Object, bool) {
 	out, err := negotiate(req, forResources...)
 	if err != nil {
 		s.writeError(w, req, err)
-		return
+		return out, writeQuery{}, nil, false
 	}
-	q, err := parseCreateOptions(req)
+	q, err := parse(req)
 	if err != nil {
 		s.writeError(w, req, err)
-		return
+		return out, q, nil, false
 	}
 	obj, err := s.decodeObject(w, req, res, q.fieldValidation)
 	if err != nil {
 		s.writeError(w, req, err)
+		return out, q, nil, false
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(ns)
+	}
+	return out, q, obj, true
+}
+
+func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns string) {
+	out, q, obj, ok := s.decodeWrite(w, req, res, ns, parseCreateOptions)
+	if !ok {
 		return
 	}
-	if err := checkNamespace(obj, ns); err != nil {
-		s.writeError(w, req, err)
+	if obj.GetNamespace() != ns {
+		s.writeError(w, req, registry.CheckAddress(obj, ns, obj.GetName()))
 		return
 	}
 	ctx, cancel := requestContext(req)
@@ -169,26 +171,11 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.
 }
 
 func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
-	out, err := negotiate(req, forResources...)
-	if err != nil {
-		s.writeError(w, req, err)
+	out, q, obj, ok := s.decodeWrite(w, req, res, ns, parseUpdateOptions)
+	if !ok {
 		return
 	}
-	q, err := parseUpdateOptions(req)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	obj, err := s.decodeObject(w, req, res, q.fieldValidation)
-	if err != nil {
-		s.writeError(w, req, err)
-		return
-	}
-	if obj.GetName() != name {
-		s.writeError(w, req, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name)))
-		return
-	}
-	if err := checkNamespace(obj, ns); err != nil {
+	if err := registry.CheckAddress(obj, ns, name); err != nil {
 		s.writeError(w, req, err)
 		return
 	}

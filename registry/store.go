@@ -530,11 +530,8 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch P
 		if err != nil {
 			return nil, err
 		}
-		if obj.GetName() != name {
-			return nil, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
-		}
-		if obj.GetNamespace() != ns {
-			return nil, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		if err := CheckAddress(obj, ns, name); err != nil {
+			return nil, err
 		}
 		var refusal error
 		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
@@ -683,11 +680,8 @@ func (s *Store) Apply(ctx context.Context, r *Resource, ns, name string, patch [
 		if !ok {
 			return nil, false, apierrors.NewInternalError(fmt.Errorf("apply returned %T", applied))
 		}
-		if obj.GetName() != name {
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
-		}
-		if obj.GetNamespace() != ns {
-			return nil, false, apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+		if err := CheckAddress(obj, ns, name); err != nil {
+			return nil, false, err
 		}
 		if cur == nil {
 			obj.SetResourceVersion("")
@@ -710,4 +704,16 @@ func (s *Store) Apply(ctx context.Context, r *Resource, ns, name string, patch [
 		s.catchUp(ctx, s.cluster.CommitIndex())
 	}
 	return nil, false, conflict(r, name)
+}
+
+// CheckAddress refuses an object whose name or namespace is not the URL's,
+// with kube-apiserver's messages.
+func CheckAddress(obj Object, ns, name string) error {
+	if obj.GetName() != name {
+		return apierrors.NewBadRequest(fmt.Sprintf("the name of the object (%s) does not match the name on the URL (%s)", obj.GetName(), name))
+	}
+	if obj.GetNamespace() != ns {
+		return apierrors.NewBadRequest("the namespace of the provided object does not match the namespace sent on the request")
+	}
+	return nil
 }

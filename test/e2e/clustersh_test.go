@@ -140,7 +140,7 @@ func freePortBase(t *testing.T) (api, peer int) {
 
 func TestClusterScript(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("scripts/cluster.sh needs curl, which is not installed here")
+		t.Fatal("scripts/cluster.sh needs curl, which is not installed here (.ci/run installs it)")
 	}
 	apiBase, peerBase := freePortBase(t)
 	data := filepath.Join(t.TempDir(), "cluster")
