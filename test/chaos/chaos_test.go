@@ -15,14 +15,15 @@ import (
 	"time"
 )
 
-// Settings: CHAOS_DURATION (Go duration; unset skips the test) and
+// Settings: CHAOS_DURATION (Go duration; unset runs the short profile of
+// `make test`, shortProfile; `make chaos` sets it) and
 // CHAOS_SEED (uint64; default: from the clock, printed at start).
 // CHAOS_REPORT_DIR keeps the porcupine visualisations (default: a directory
 // under the system temp dir, kept on failure).
 func settings(t *testing.T) (time.Duration, uint64) {
 	d := os.Getenv("CHAOS_DURATION")
 	if d == "" {
-		t.Skip("CHAOS_DURATION not set: the chaos suite runs with `make chaos` (see the Makefile)")
+		d = shortProfile
 	}
 	dur, err := time.ParseDuration(d)
 	if err != nil {
@@ -36,6 +37,9 @@ func settings(t *testing.T) (time.Duration, uint64) {
 	}
 	return dur, seed
 }
+
+// shortProfile is the traffic time of the run inside `make test`.
+const shortProfile = "30s"
 
 // Fault kinds the nemesis injects.
 const (
