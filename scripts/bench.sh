@@ -1,36 +1,125 @@
 #!/usr/bin/env bash
 # Benchmarks a fresh local three-node leasehold cluster through its REST API
-# with cmd/leasebench and prints one line per workload.
+# with cmd/leasebench, side by side with a fresh local three-member etcd
+# cluster sent only the etcd transactions kube-apiserver would send for the
+# same operations (leasebench --target etcd), and prints a comparison table.
 #
-#   scripts/bench.sh            short profile (about a minute)
-#   DURATION=30s scripts/bench.sh
+#   scripts/bench.sh                        default profile (about 6 minutes on 2 cores)
+#   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
+#   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR
 #
-# The cluster runs on API ports 27001-27003 and peer ports 28001-28003 with
-# its data in a temporary directory, and is removed at the end.
+# leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
+# (Debian's etcd-server, installed if etcd is not on PATH) on client ports
+# 22379/22381/22383 and peer ports 22380/22382/22384. Both keep their data
+# in temporary directories on the same disk, both fsync their logs (etcd
+# runs without --unsafe-no-fsync), and both are removed at the end. Every
+# workload runs ROUNDS times on each system, alternately, so only one
+# cluster is under load at a time while the other idles; the table shows
+# the medians.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-DURATION=${DURATION:-8s}
+DURATION=${DURATION:-5s}
+ROUNDS=${ROUNDS:-3}
 WATCHERS=${WATCHERS:-1000}
 export LEASEHOLD_DATA=${LEASEHOLD_DATA:-$(mktemp -d)}
 export API_PORT_BASE=${API_PORT_BASE:-27000}
 export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
-ENDPOINTS="http://127.0.0.1:$((API_PORT_BASE + 1)),http://127.0.0.1:$((API_PORT_BASE + 2)),http://127.0.0.1:$((API_PORT_BASE + 3))"
+ETCD_PORT_BASE=${ETCD_PORT_BASE:-22379} # member i: client port BASE+2(i-1), peer port one above
+ETCD_DATA=$(mktemp -d)
+KEEP_RESULTS=${RESULTS:+yes}
+RESULTS=${RESULTS:-$(mktemp -d)}
+mkdir -p "$RESULTS"
+ETCD_PIDS=()
+
+cleanup() {
+	local pid
+	for pid in "${ETCD_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+	for pid in "${ETCD_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	rm -rf "$ETCD_DATA"
+	[[ -n $KEEP_RESULTS ]] || rm -rf "$RESULTS"
+	scripts/cluster.sh clean >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if ! command -v etcd >/dev/null; then
+	sudo=()
+	[[ $(id -u) -eq 0 ]] || sudo=(sudo)
+	echo "== installing Debian's etcd-server (no etcd on PATH)"
+	install_etcd() { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null; }
+	install_etcd || { "${sudo[@]}" apt-get update >/dev/null && install_etcd; }
+fi
 
 go build -o bin/leasehold ./cmd/leasehold
 go build -o bin/leasebench ./cmd/leasebench
-trap 'scripts/cluster.sh clean >/dev/null 2>&1 || true' EXIT
-LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start >/dev/null
+started=$(LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start)
+# leasebench takes the first leasehold endpoint for the leader (its get
+# workloads read on the others): put the leader first.
+leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
+ENDPOINTS=
+for i in "${leader:-1}" 1 2 3; do
+	url="http://127.0.0.1:$((API_PORT_BASE + i))"
+	[[ ,$ENDPOINTS, == *,$url,* ]] || ENDPOINTS+="${ENDPOINTS:+,}$url"
+done
 
+# etcd: a fresh three-member cluster. The compaction setting mirrors
+# kube-apiserver, which compacts etcd every 5 minutes by default.
+etcd_url() { echo "http://127.0.0.1:$((ETCD_PORT_BASE + 2 * ($1 - 1) + $2))"; } # member, 0 client / 1 peer
+initial=
+for i in 1 2 3; do initial+="${initial:+,}e$i=$(etcd_url "$i" 1)"; done
+ETCD_ENDPOINTS="$(etcd_url 1 0),$(etcd_url 2 0),$(etcd_url 3 0)"
+for i in 1 2 3; do
+	etcd --name "e$i" --data-dir "$ETCD_DATA/e$i" --logger zap \
+		--listen-client-urls "$(etcd_url "$i" 0)" --advertise-client-urls "$(etcd_url "$i" 0)" \
+		--listen-peer-urls "$(etcd_url "$i" 1)" --initial-advertise-peer-urls "$(etcd_url "$i" 1)" \
+		--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token leasebench \
+		--auto-compaction-mode periodic --auto-compaction-retention 5m \
+		>"$ETCD_DATA/e$i.log" 2>&1 &
+	ETCD_PIDS+=("$!")
+done
+for i in 1 2 3; do
+	for ((t = 0; ; t++)); do
+		curl -fsS --max-time 2 "$(etcd_url "$i" 0)/health" 2>/dev/null | grep -q '"health":"true"' && break
+		if ((t >= 60)) || ! kill -0 "${ETCD_PIDS[i - 1]}" 2>/dev/null; then
+			echo "etcd member e$i did not become healthy; its log ends:" >&2
+			tail -n 20 "$ETCD_DATA/e$i.log" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+done
+
+n=0
+# compare WORKLOAD LABEL FLAGS...: ROUNDS runs on each system, alternately.
+compare() {
+	local workload=$1 label=$2 r target endpoints
+	shift 2
+	n=$((n + 1))
+	for ((r = 1; r <= ROUNDS; r++)); do
+		for target in leasehold etcd; do
+			if [[ $target == etcd ]]; then endpoints=$ETCD_ENDPOINTS; else endpoints=$ENDPOINTS; fi
+			bin/leasebench --target "$target" --endpoints "$endpoints" --duration "$DURATION" --label "$label" \
+				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$RESULTS" "$n" "$workload" "$label" "$target" "$r")" \
+				"$@" "$workload"
+		done
+	done
+}
+
+echo "== leasehold vs etcd (kube-apiserver's transactions only), $(nproc) cores, $DURATION per run, $ROUNDS rounds"
+compare renew 1-client --clients 1 --leases 10
+compare renew 64-clients --clients 64
+compare renew 256-clients --clients 256
+compare get followers --clients 64
+compare get0 followers-rv0 --clients 64
+compare mixed 64-clients --clients 64
+echo
+bin/leasebench compare "$RESULTS"/*.json
+[[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"
+
+echo
+echo "== watch fan-out (leasehold only: kube-apiserver serves watchers from its watch cache, not from etcd):"
+echo "   $WATCHERS watchers on one follower, renewals at 300/s"
 bench() { bin/leasebench --endpoints "$ENDPOINTS" --duration "$DURATION" "$@"; }
-
-echo "== leasehold, $(nproc) cores, $DURATION per run"
-bench --clients 1 --leases 10 --label 1-client renew
-bench --clients 64 --label 64-clients renew
-bench --clients 256 --label 256-clients renew
-bench --clients 64 --label followers get
-bench --clients 64 --label followers-rv0 get0
-bench --clients 64 --label 64-clients mixed
-echo "== watch fan-out: $WATCHERS watchers on one follower, renewals at 300/s"
 bench --clients 16 --rate 300 --label no-watchers renew
 bench --clients 16 --rate 300 --watchers "$WATCHERS" --label "$WATCHERS-watchers" watch

@@ -3,6 +3,7 @@
 // latency percentiles.
 //
 //	leasebench [flags] renew|get|get0|watch|mixed
+//	leasebench compare RESULT.json...
 //
 // renew: C clients each own a disjoint set of the K Leases and renew them
 // in a loop with PUT carrying the resourceVersion of the last answer, as
@@ -11,6 +12,10 @@
 // watch: W watchers on one node while renew runs; reports event delivery
 // lag (the watcher's clock minus the renewTime the writer set).
 // mixed: 90 % renew, 8 % get, 2 % namespace list.
+//
+// With --target etcd the same workloads run against an etcd cluster as the
+// transactions kube-apiserver would send for them (see etcd.go); compare
+// prints medians and ratios of such paired runs (see compare.go).
 package main
 
 import (
@@ -37,6 +42,7 @@ import (
 )
 
 type config struct {
+	target    string // leasehold or etcd
 	endpoints []string
 	workload  string
 	duration  time.Duration
@@ -51,10 +57,14 @@ type config struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "compare" {
+		os.Exit(compareMain(os.Args[2:]))
+	}
 	var cfg config
 	var endpoints string
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
-	fs.StringVar(&endpoints, "endpoints", "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003", "API URLs of the nodes, comma separated; the first is assumed to be the leader only for reporting")
+	fs.StringVar(&cfg.target, "target", "leasehold", "system under test: leasehold, or etcd (the transactions kube-apiserver would send)")
+	fs.StringVar(&endpoints, "endpoints", "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003", "API URLs of the nodes, comma separated; the first is assumed to be the leader (leasehold); etcd client URLs with --target etcd")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to measure")
 	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients")
 	fs.IntVar(&cfg.leases, "leases", 1000, "Leases to work on")
@@ -65,7 +75,7 @@ func main() {
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -76,6 +86,9 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.workload = fs.Arg(0)
+	if cfg.target == "etcd" && !flagSet(fs, "endpoints") {
+		endpoints = "http://127.0.0.1:2379" // etcd's own default
+	}
 	cfg.endpoints = strings.Split(endpoints, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -96,8 +109,15 @@ func main() {
 	}
 }
 
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // Result is one run's figures; latencies in milliseconds.
 type Result struct {
+	Target    string             `json:"target"`
 	Label     string             `json:"label,omitempty"`
 	Workload  string             `json:"workload"`
 	Clients   int                `json:"clients"`
@@ -128,8 +148,8 @@ func percentiles(h *hdrhistogram.Histogram) Percentiles {
 }
 
 func (r *Result) print(w io.Writer) {
-	fmt.Fprintf(w, "%-8s %-16s clients=%-4d leases=%-6d ops/s=%-9.0f p50=%.2fms p90=%.2fms p99=%.2fms p99.9=%.2fms max=%.2fms conflicts=%d errors=%d\n",
-		r.Workload, r.Label, r.Clients, r.Leases, r.OpsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Conflicts, r.Errors)
+	fmt.Fprintf(w, "%-9s %-8s %-16s clients=%-4d leases=%-6d ops/s=%-9.0f p50=%.2fms p90=%.2fms p99=%.2fms p99.9=%.2fms max=%.2fms conflicts=%d errors=%d\n",
+		r.Target, r.Workload, r.Label, r.Clients, r.Leases, r.OpsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Conflicts, r.Errors)
 	if r.Lag != nil {
 		fmt.Fprintf(w, "         watchers=%d events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
 			r.Watchers, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
@@ -166,13 +186,20 @@ func (b *bench) record(kind string, d time.Duration) {
 }
 
 func run(ctx context.Context, cfg config) (*Result, error) {
+	switch cfg.target {
+	case "etcd":
+		return runEtcd(ctx, cfg)
+	case "leasehold":
+	default:
+		return nil, fmt.Errorf("unknown --target %q (want leasehold or etcd)", cfg.target)
+	}
 	tr := &http.Transport{MaxIdleConns: 4 * cfg.clients, MaxIdleConnsPerHost: 2 * cfg.clients, IdleConnTimeout: time.Minute}
 	b := &bench{cfg: cfg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, lat: hdrhistogram.New(1, 60_000_000, 3)}
 	leases, err := b.setup(ctx)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
+	res := &Result{Target: cfg.target, Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
 
 	var lag *lagRecorder
 	var watchWG sync.WaitGroup
@@ -186,28 +213,46 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 		}
 	}
 
+	elapsed := b.drive(ctx, func(ctx context.Context, c int, limiter <-chan time.Time) {
+		b.client1(ctx, c, leases, limiter)
+	})
+	wcancel()
+	watchWG.Wait()
+	b.fill(res, elapsed)
+	if lag != nil {
+		p := percentiles(lag.h)
+		res.Lag = &p
+		res.Events = lag.n.Load()
+	}
+	return res, nil
+}
+
+// drive runs the clients concurrently for the measured duration, paced
+// together by --rate if set, and returns the seconds it took.
+func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c int, limiter <-chan time.Time)) float64 {
 	var limiter <-chan time.Time
-	if cfg.rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / cfg.rate))
+	if b.cfg.rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / b.cfg.rate))
 		defer t.Stop()
 		limiter = t.C
 	}
-	mctx, mcancel := context.WithTimeout(ctx, cfg.duration)
+	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
 	var wg sync.WaitGroup
-	for c := range cfg.clients {
+	for c := range b.cfg.clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.client1(mctx, c, leases, limiter)
+			client(mctx, c, limiter)
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start).Seconds()
-	wcancel()
-	watchWG.Wait()
+	return time.Since(start).Seconds()
+}
 
+// fill puts the counters and latencies of the run into res.
+func (b *bench) fill(res *Result, elapsed float64) {
 	res.Seconds = elapsed
 	res.Ops = b.ops.Load()
 	res.OpsPerSec = float64(res.Ops) / elapsed
@@ -219,12 +264,6 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 		res.ByOp[k.(string)] = float64(v.(*atomic.Int64).Load()) / elapsed
 		return true
 	})
-	if lag != nil {
-		p := percentiles(lag.h)
-		res.Lag = &p
-		res.Events = lag.n.Load()
-	}
-	return res, nil
 }
 
 // lease is a client's view of one Lease: its name and last resourceVersion.
@@ -323,18 +362,7 @@ func (b *bench) client1(ctx context.Context, c int, leases []*lease, limiter <-c
 				return
 			}
 		}
-		kind := b.cfg.workload
-		if kind == "mixed" {
-			switch r := rng.IntN(100); {
-			case r < 90:
-				kind = "renew"
-			case r < 98:
-				kind = "get"
-			default:
-				kind = "list"
-			}
-		}
-		switch kind {
+		switch kind := pickKind(b.cfg.workload, rng); kind {
 		case "renew", "watch":
 			if len(own) == 0 {
 				return
@@ -351,6 +379,22 @@ func (b *bench) client1(ctx context.Context, c int, leases []*lease, limiter <-c
 		case "list":
 			b.timed(ctx, "list", http.MethodGet, b.url(node, "")+"?limit=500")
 		}
+	}
+}
+
+// pickKind is the operation a client does next: the workload itself, or
+// for mixed 90 % renew, 8 % get, 2 % list.
+func pickKind(workload string, rng *rand.Rand) string {
+	if workload != "mixed" {
+		return workload
+	}
+	switch r := rng.IntN(100); {
+	case r < 90:
+		return "renew"
+	case r < 98:
+		return "get"
+	default:
+		return "list"
 	}
 }
 

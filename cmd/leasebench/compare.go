@@ -1,0 +1,140 @@
+package main
+
+// leasebench compare RESULT.json...: the side-by-side table of scripts/bench.sh.
+// Runs are grouped by workload and label, in the order the files are given;
+// for each target the median over the rounds is taken of ops/s, p50 and p99
+// separately (medians, not means, so that one run disturbed by the shared
+// machine does not move the figure).
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"text/tabwriter"
+)
+
+func compareMain(args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprintln(os.Stderr, "usage: leasebench compare RESULT.json...  (results written with --json)")
+		return 2
+	}
+	var results []*Result
+	for _, path := range args {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "leasebench compare:", err)
+			return 1
+		}
+		r := new(Result)
+		if err := json.Unmarshal(data, r); err != nil {
+			fmt.Fprintf(os.Stderr, "leasebench compare: %s: %v\n", path, err)
+			return 1
+		}
+		if r.Target == "" { // written before --target existed
+			r.Target = "leasehold"
+		}
+		results = append(results, r)
+	}
+	printComparison(os.Stdout, results)
+	return 0
+}
+
+type workloadKey struct{ workload, label string }
+
+func printComparison(w io.Writer, results []*Result) {
+	var order []workloadKey
+	clients := map[workloadKey]int{}
+	runs := map[workloadKey]map[string][]*Result{} // → target → rounds
+	for _, r := range results {
+		k := workloadKey{r.Workload, r.Label}
+		if runs[k] == nil {
+			order = append(order, k)
+			clients[k] = r.Clients
+			runs[k] = map[string][]*Result{}
+		}
+		runs[k][r.Target] = append(runs[k][r.Target], r)
+	}
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "workload\tclients\tleasehold ops/s\tetcd ops/s\tratio\tleasehold p50/p99 ms\tetcd p50/p99 ms\tp99 ratio\trounds\t")
+	var notes []string
+	for _, k := range order {
+		lh, et := summarize(runs[k]["leasehold"]), summarize(runs[k]["etcd"])
+		fmt.Fprintf(tw, "%s %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n",
+			k.workload, k.label, clients[k],
+			lh.opsText(), et.opsText(), ratio(lh.ops, et.ops, lh.n > 0 && et.n > 0),
+			lh.latText(), et.latText(), ratio(lh.p99, et.p99, lh.n > 0 && et.n > 0),
+			lh.n, et.n)
+		for _, t := range []struct {
+			name string
+			s    summary
+		}{{"leasehold", lh}, {"etcd", et}} {
+			if t.s.errors > 0 || t.s.conflicts > 0 {
+				notes = append(notes, fmt.Sprintf("%s %s, %s: %d errors, %d conflicts over %d rounds",
+					k.workload, k.label, t.name, t.s.errors, t.s.conflicts, t.s.n))
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "ratio = leasehold / etcd (ops/s: above 1 is leasehold faster; p99: below 1 is leasehold faster); medians over the rounds")
+	for _, n := range notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+// summary is the medians of one target's rounds of one workload.
+type summary struct {
+	n                 int
+	ops, p50, p99     float64
+	errors, conflicts int64
+}
+
+func summarize(rs []*Result) summary {
+	s := summary{n: len(rs)}
+	if s.n == 0 {
+		return s
+	}
+	var ops, p50, p99 []float64
+	for _, r := range rs {
+		ops = append(ops, r.OpsPerSec)
+		p50 = append(p50, r.Latency.P50)
+		p99 = append(p99, r.Latency.P99)
+		s.errors += r.Errors
+		s.conflicts += r.Conflicts
+	}
+	s.ops, s.p50, s.p99 = median(ops), median(p50), median(p99)
+	return s
+}
+
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 0 {
+		return (xs[m-1] + xs[m]) / 2
+	}
+	return xs[m]
+}
+
+func (s summary) opsText() string {
+	if s.n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", s.ops)
+}
+
+func (s summary) latText() string {
+	if s.n == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f / %.2f", s.p50, s.p99)
+}
+
+func ratio(a, b float64, ok bool) string {
+	if !ok || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
