@@ -8,18 +8,24 @@ import (
 )
 
 // collector exports the node's Raft and state figures at scrape time, so
-// nothing is kept up to date on the write path.
+// nothing is kept up to date on the write path. Raft's own timings (commit,
+// FSM apply, boltdb fsync, replication) come through RegisterRaftMetrics.
 type collector struct {
 	n *Node
 
-	leader, term, commit, applied, lastContact *prometheus.Desc
-	objects, history, readiness                *prometheus.Desc
+	leader, state, term, commit, applied, lastContact *prometheus.Desc
+	objects, history, readiness                       *prometheus.Desc
 }
+
+// raftStates are the values of leasehold_raft_node_state's label, all of
+// them exported so that a state's series exists (as 0) before it is entered.
+var raftStates = []raft.RaftState{raft.Follower, raft.Candidate, raft.Leader, raft.Shutdown}
 
 func newCollector(n *Node) *collector {
 	return &collector{
 		n:           n,
 		leader:      prometheus.NewDesc("leasehold_raft_leader", "1 if this node is the Raft leader, else 0.", nil, nil),
+		state:       prometheus.NewDesc("leasehold_raft_node_state", "1 for this node's current Raft state (Follower, Candidate, Leader, Shutdown), 0 for the others.", []string{"state"}, nil),
 		term:        prometheus.NewDesc("leasehold_raft_term", "Current Raft term.", nil, nil),
 		commit:      prometheus.NewDesc("leasehold_raft_commit_index", "Raft commit index as this node knows it.", nil, nil),
 		applied:     prometheus.NewDesc("leasehold_fsm_applied_index", "Index of the last log entry whose effects readers see on this node.", nil, nil),
@@ -30,10 +36,23 @@ func newCollector(n *Node) *collector {
 	}
 }
 
+// newReadIndexHistogram times LinearizableRead's read index step: on the
+// leader a quorum heartbeat round, on a follower also the round trip to the
+// leader. It is observed on every read, so it is a live metric, not one
+// computed at scrape time.
+func newReadIndexHistogram() prometheus.Histogram {
+	return prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "leasehold_read_index_duration_seconds",
+		Help:    "Time to obtain a read index for a linearizable read (leader: quorum heartbeat round; follower: also the request to the leader).",
+		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
+	})
+}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness} {
+	for _, d := range []*prometheus.Desc{c.leader, c.state, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness} {
 		ch <- d
 	}
+	c.n.readIndexSeconds.Describe(ch)
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -41,8 +60,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
 	}
-	isLeader := n.raft.State() == raft.Leader
+	st := n.raft.State()
+	isLeader := st == raft.Leader
 	gauge(c.leader, b2f(isLeader))
+	for _, s := range raftStates {
+		gauge(c.state, b2f(s == st), s.String())
+	}
 	gauge(c.term, float64(n.raft.CurrentTerm()))
 	gauge(c.commit, float64(n.raft.CommitIndex()))
 	gauge(c.applied, float64(n.state.AppliedIndex()))
@@ -58,6 +81,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.history, float64(n.state.HistoryLen()))
 	ready, _ := n.Ready()
 	gauge(c.readiness, b2f(ready))
+	n.readIndexSeconds.Collect(ch)
 }
 
 func b2f(b bool) float64 {

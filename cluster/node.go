@@ -114,6 +114,8 @@ type Node struct {
 	termSem   chan struct{}
 
 	verify verifier
+	// readIndexSeconds times the read index step of linearizable reads.
+	readIndexSeconds prometheus.Histogram
 
 	readyMu     sync.Mutex
 	ready       bool
@@ -145,6 +147,8 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		termSem:  make(chan struct{}, 1),
 		notifyCh: make(chan bool, 16),
 		stopCh:   make(chan struct{}),
+
+		readIndexSeconds: newReadIndexHistogram(),
 	}
 	n.fsmTypes = fsm.DefaultTypes()
 	n.fsm = fsm.New(n.state, n.fsmTypes, cfg.Logger.Named("fsm"))
@@ -392,10 +396,12 @@ func (n *Node) leaderReadIndex(ctx context.Context) (uint64, error) {
 // LinearizableRead returns once this node's state reflects every write
 // acknowledged before the call.
 func (n *Node) LinearizableRead(ctx context.Context) error {
+	start := time.Now()
 	idx, err := n.ReadIndex(ctx)
 	if err != nil {
 		return err
 	}
+	n.readIndexSeconds.Observe(time.Since(start).Seconds())
 	if err := n.state.WaitApplied(ctx, idx); err != nil {
 		return ErrTimeout
 	}

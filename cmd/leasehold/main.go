@@ -78,6 +78,12 @@ func serve(cfg Config, logger hclog.Logger) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Raft's and boltdb's own timings (commit, FSM apply, fsync) go to a
+	// process-wide go-metrics sink; this process runs one node, so it is ours.
+	if err := cluster.RegisterRaftMetrics(reg); err != nil {
+		mux.Close()
+		return fmt.Errorf("register raft metrics: %w", err)
+	}
 	node, err := cluster.New(cluster.Config{
 		Name:              cfg.Name,
 		DataDir:           cfg.DataDir,
