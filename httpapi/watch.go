@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -27,6 +26,27 @@ const (
 	bookmarkInterval      = time.Minute
 	bookmarkBeforeTimeout = 2 * time.Second
 )
+
+// flushInterval is the shortest time between two writes to one watch
+// stream: what commits meanwhile goes out in one write. Writing to a socket
+// is most of what a watch costs the server (and reading it, the client), so
+// a busy stream costs one wakeup and one write per interval instead of one
+// per commit: a thousand watchers of Leases renewed 300 times a second make
+// 40,000 writes a second instead of 300,000. An idle stream's next event
+// still goes out at once; a busy one's waits at most this long.
+const flushInterval = 25 * time.Millisecond
+
+// maxBatch is how many bytes of frames a watch stream holds before writing
+// them out even between flushes (a long initial list, a burst).
+const maxBatch = 64 << 10
+
+// batch collects a watch stream's frames until the next write.
+type batch struct{ buf []byte }
+
+func (b *batch) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
 
 // watchTimeout is kube-apiserver's default: random in [30m, 60m), so that
 // clients do not all reconnect at once.
@@ -100,14 +120,29 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(http.StatusOK)
 	flusher, _ := w.(http.Flusher)
+	// Frames collect in out and reach the connection in one write per
+	// flush: the response's own buffer is smaller than a few events.
+	pending := &batch{}
+	ok := true
+	write := func() {
+		if len(pending.buf) > 0 {
+			_, err := w.Write(pending.buf)
+			ok = ok && err == nil
+			pending.buf = pending.buf[:0]
+		}
+		if cap(pending.buf) > 2*maxBatch {
+			pending.buf = nil // a long initial list passed: give the memory back
+		}
+	}
 	flush := func() {
+		write()
 		if flusher != nil {
 			flusher.Flush()
 		}
 	}
 	flush()
 
-	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(w), stream.Serializer)
+	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(pending), stream.Serializer)
 	embedded := out.info.Serializer
 	encodeObj := func(obj runtime.Object) ([]byte, error) { return runtime.Encode(embedded, obj) }
 	// A stored object is encoded once for every watcher and reused.
@@ -146,15 +181,35 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		}
 		if slot == state.EncodingJSON {
 			// The JSON frame written directly: {"type":...,"object":...}.
-			_, err := fmt.Fprintf(w, "{\"type\":%q,\"object\":%s}\n", ev.Type, bytes.TrimRight(obj, "\n"))
-			return err == nil
+			// Event types are plain upper-case words: no escaping needed.
+			b := append(pending.buf, `{"type":"`...)
+			b = append(b, ev.Type...)
+			b = append(b, `","object":`...)
+			b = append(b, bytes.TrimRight(obj, "\n")...)
+			pending.buf = append(b, "}\n"...)
+		} else if err := enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}}); err != nil {
+			return false
 		}
-		return enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}}) == nil
+		if len(pending.buf) >= maxBatch {
+			write()
+		}
+		return ok
 	}
 
 	lastBookmark := time.Now()
 	finalBookmarkSent := false
+	var lastFlush time.Time
+	pause := time.NewTimer(0)
+	defer pause.Stop()
 	for {
+		if d := flushInterval - time.Since(lastFlush); d > 0 {
+			pause.Reset(d)
+			select {
+			case <-pause.C:
+			case <-ctx.Done():
+				return
+			}
+		}
 		wait := time.Until(deadline)
 		if bookmarks {
 			next := time.Until(lastBookmark.Add(bookmarkInterval))
@@ -182,6 +237,10 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		}
 		if len(evs) > 0 {
 			flush()
+			if !ok {
+				return
+			}
+			lastFlush = time.Now()
 		}
 		if ctx.Err() != nil {
 			return

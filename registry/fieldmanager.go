@@ -66,6 +66,17 @@ func (r *Resource) fieldManager() (*managedfields.FieldManager, error) {
 // every non-apply write does. A write that changes nothing but the time of
 // the manager's entry keeps live's managedFields, so it stays a no-op.
 func (r *Resource) manage(live, obj Object, manager string) (Object, error) {
+	if live.GetResourceVersion() != "" {
+		if mf, ok := renewalManagedFields(live, obj, manager, r.GroupVersionKind().GroupVersion().String()); ok {
+			obj.SetManagedFields(mf)
+			return obj, nil
+		}
+	}
+	return r.manageFully(live, obj, manager)
+}
+
+// manageFully is manage through the field manager.
+func (r *Resource) manageFully(live, obj Object, manager string) (Object, error) {
 	fm, err := r.fieldManager()
 	if err != nil {
 		return nil, apierrors.NewInternalError(err)
