@@ -113,7 +113,8 @@ type Node struct {
 	termReady atomic.Uint64
 	termSem   chan struct{}
 
-	verify verifier
+	verify      coalescer[struct{}] // the leader's quorum rounds
+	readIndexes coalescer[uint64]   // a follower's read-index requests
 	// readIndexSeconds times the read index step of linearizable reads.
 	readIndexSeconds prometheus.Histogram
 
@@ -194,6 +195,9 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout * 3 / 4
 	rc.CommitTimeout = 20 * time.Millisecond
 	rc.MaxAppendEntries = 256
+	// Writers queue in a buffered channel and the leader takes all that
+	// wait in one batch (one fsync), instead of handing them over one by one.
+	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
@@ -355,7 +359,13 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 				return 0, err
 			}
 			if addr != string(n.trans.LocalAddr()) {
-				idx, err := n.client.ReadIndex(ctx, addr)
+				idx, err := n.readIndexes.run(ctx, func() (uint64, error) {
+					// The request serves every reader that joined; none of
+					// their deadlines is its own.
+					rctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+					defer cancel()
+					return n.client.ReadIndex(rctx, addr)
+				})
 				if err == nil {
 					return idx, nil
 				}
@@ -384,13 +394,24 @@ func (n *Node) leaderReadIndex(ctx context.Context) (uint64, error) {
 		return 0, err
 	}
 	idx := n.raft.CommitIndex()
-	if err := n.verify.verify(ctx, n.raft); err != nil {
+	if _, err := n.verify.run(ctx, n.verifyLeader); err != nil {
 		return 0, err
 	}
 	if n.raft.CurrentTerm() != t {
 		return 0, ErrNotLeader
 	}
 	return idx, nil
+}
+
+// verifyLeader is one quorum round. VerifyLeader has no timeout of its own:
+// without a quorum it resolves when the leader lease check makes the leader
+// step down (LeaderLeaseTimeout).
+func (n *Node) verifyLeader() (struct{}, error) {
+	err := n.raft.VerifyLeader().Error()
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+		err = ErrNotLeader
+	}
+	return struct{}{}, err
 }
 
 // LinearizableRead returns once this node's state reflects every write

@@ -2,67 +2,64 @@ package cluster
 
 import (
 	"context"
-	"errors"
 	"sync"
-
-	"github.com/hashicorp/raft"
 )
 
-// verifier coalesces leadership checks: one VerifyLeader round (a heartbeat
-// to every follower, answered by a quorum) serves every reader that joined
-// before the round started, as etcd's linearizableReadLoop does. A reader
-// captures its read index before joining, so the round that confirms it
-// starts after the capture.
-type verifier struct {
+// coalescer shares one run of an operation among every caller that joined
+// before the run started, as etcd's linearizableReadLoop shares one read
+// index among the reads waiting for it. The leader uses it for its quorum
+// round (VerifyLeader), a follower for its read-index request to the
+// leader. Callers join first and the run starts after, so whatever the run
+// observes (a commit index, a quorum's answer) is later than every joiner's
+// arrival, which is what linearizable reads need.
+type coalescer[T any] struct {
 	mu      sync.Mutex
-	next    *round // the round new readers join; not started yet
+	next    *round[T] // the run new callers join; not started yet
 	running bool
 }
 
-type round struct {
-	done chan struct{}
-	err  error
+type round[T any] struct {
+	do    func() (T, error)
+	done  chan struct{}
+	value T
+	err   error
 }
 
-// verify confirms, with a quorum, that r is still the leader.
-func (v *verifier) verify(ctx context.Context, r *raft.Raft) error {
-	v.mu.Lock()
-	if v.next == nil {
-		v.next = &round{done: make(chan struct{})}
-		if !v.running {
-			v.running = true
-			go v.loop(r)
+// run waits for a run of do that starts after the call, or for ctx. When
+// callers pass different funcs, the run uses the first joiner's.
+func (c *coalescer[T]) run(ctx context.Context, do func() (T, error)) (T, error) {
+	c.mu.Lock()
+	if c.next == nil {
+		c.next = &round[T]{do: do, done: make(chan struct{})}
+		if !c.running {
+			c.running = true
+			go c.loop()
 		}
 	}
-	rd := v.next
-	v.mu.Unlock()
+	rd := c.next
+	c.mu.Unlock()
 	select {
 	case <-rd.done:
-		return rd.err
+		return rd.value, rd.err
 	case <-ctx.Done():
-		return ErrTimeout
+		var zero T
+		return zero, ErrTimeout
 	}
 }
 
-// loop runs rounds back to back while readers are waiting. VerifyLeader has
-// no timeout of its own: without a quorum it resolves when the leader lease
-// check makes the leader step down (LeaderLeaseTimeout).
-func (v *verifier) loop(r *raft.Raft) {
+// loop runs rounds back to back while callers are waiting.
+func (c *coalescer[T]) loop() {
 	for {
-		v.mu.Lock()
-		rd := v.next
-		v.next = nil
+		c.mu.Lock()
+		rd := c.next
+		c.next = nil
 		if rd == nil {
-			v.running = false
-			v.mu.Unlock()
+			c.running = false
+			c.mu.Unlock()
 			return
 		}
-		v.mu.Unlock()
-		err := r.VerifyLeader().Error()
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
-			err = ErrNotLeader
-		}
-		rd.err = err
+		c.mu.Unlock()
+		rd.value, rd.err = rd.do()
 		close(rd.done)
 	}
 }
