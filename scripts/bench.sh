@@ -33,9 +33,18 @@ mkdir -p "$RESULTS"
 ETCD_PIDS=()
 
 cleanup() {
-	local pid
+	local pid t alive
 	for pid in "${ETCD_PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
-	for pid in "${ETCD_PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+	for ((t = 0; t < 30; t++)); do # a leader whose peers are gone takes seconds to step down
+		alive=
+		for pid in "${ETCD_PIDS[@]}"; do kill -0 "$pid" 2>/dev/null && alive=yes; done
+		[[ -n $alive ]] || break
+		sleep 0.5
+	done
+	for pid in "${ETCD_PIDS[@]}"; do
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+	done
 	rm -rf "$ETCD_DATA"
 	[[ -n $KEEP_RESULTS ]] || rm -rf "$RESULTS"
 	scripts/cluster.sh clean >/dev/null 2>&1 || true
@@ -107,6 +116,8 @@ compare() {
 }
 
 echo "== leasehold vs etcd (kube-apiserver's transactions only), $(nproc) cores, $DURATION per run, $ROUNDS rounds"
+# Other load on the machine moves every figure: say how busy it was.
+[[ ! -r /proc/loadavg ]] || echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
 compare renew 1-client --clients 1 --leases 10
 compare renew 64-clients --clients 64
 compare renew 256-clients --clients 256

@@ -205,9 +205,12 @@ func (e *etcdBench) client1(ctx context.Context, c int, limiter <-chan time.Time
 func (e *etcdBench) timedGet(ctx context.Context, kind string, cli *clientv3.Client, key string, opts ...clientv3.OpOption) {
 	start := time.Now()
 	resp, err := cli.Get(ctx, key, opts...)
-	if err != nil || len(resp.Kvs) == 0 {
+	if err == nil && len(resp.Kvs) == 0 {
+		err = fmt.Errorf("etcd get %s: not found", key)
+	}
+	if err != nil {
 		if ctx.Err() == nil {
-			e.errs.Add(1)
+			e.failed(err)
 		}
 		return
 	}
@@ -223,7 +226,7 @@ func (e *etcdBench) renew(ctx context.Context, cli *clientv3.Client, k *etcdKey)
 	k.obj.Spec.RenewTime = &now
 	val, err := json.Marshal(&k.obj)
 	if err != nil {
-		e.errs.Add(1)
+		e.failed(err)
 		return
 	}
 	resp, err := cli.Txn(ctx).
@@ -234,7 +237,7 @@ func (e *etcdBench) renew(ctx context.Context, cli *clientv3.Client, k *etcdKey)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			e.errs.Add(1)
+			e.failed(err)
 		}
 	case resp.Succeeded:
 		e.record("renew", time.Since(start))

@@ -128,6 +128,7 @@ type Result struct {
 	OpsPerSec float64            `json:"opsPerSec"`
 	Conflicts int64              `json:"conflicts"`
 	Errors    int64              `json:"errors"`
+	FirstErr  string             `json:"firstError,omitempty"`
 	Latency   Percentiles        `json:"latencyMs"`
 	Lag       *Percentiles       `json:"watchLagMs,omitempty"`
 	Events    int64              `json:"watchEvents,omitempty"`
@@ -150,6 +151,9 @@ func percentiles(h *hdrhistogram.Histogram) Percentiles {
 func (r *Result) print(w io.Writer) {
 	fmt.Fprintf(w, "%-9s %-8s %-16s clients=%-4d leases=%-6d ops/s=%-9.0f p50=%.2fms p90=%.2fms p99=%.2fms p99.9=%.2fms max=%.2fms conflicts=%d errors=%d\n",
 		r.Target, r.Workload, r.Label, r.Clients, r.Leases, r.OpsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Conflicts, r.Errors)
+	if r.FirstErr != "" {
+		fmt.Fprintf(w, "          first error: %s\n", r.FirstErr)
+	}
 	if r.Lag != nil {
 		fmt.Fprintf(w, "         watchers=%d events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
 			r.Watchers, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
@@ -165,7 +169,15 @@ type bench struct {
 	ops    atomic.Int64
 	conf   atomic.Int64
 	errs   atomic.Int64
-	kinds  sync.Map // kind → *atomic.Int64
+	kinds  sync.Map               // kind → *atomic.Int64
+	first  atomic.Pointer[string] // the first error, to tell what the errors were
+}
+
+// failed counts an error and keeps the first one's text for the report.
+func (b *bench) failed(err error) {
+	b.errs.Add(1)
+	msg := err.Error()
+	b.first.CompareAndSwap(nil, &msg)
 }
 
 func (b *bench) url(node int, name string) string {
@@ -258,6 +270,9 @@ func (b *bench) fill(res *Result, elapsed float64) {
 	res.OpsPerSec = float64(res.Ops) / elapsed
 	res.Conflicts = b.conf.Load()
 	res.Errors = b.errs.Load()
+	if msg := b.first.Load(); msg != nil {
+		res.FirstErr = *msg
+	}
 	res.Latency = percentiles(b.lat)
 	res.ByOp = map[string]float64{}
 	b.kinds.Range(func(k, v any) bool {
