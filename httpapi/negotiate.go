@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/leasehold/leasehold/apis"
+	"github.com/leasehold/leasehold/fsm/state"
 )
 
 const (
@@ -119,16 +120,44 @@ func wantPretty(r *http.Request) bool {
 
 // write encodes obj with the negotiated encoding.
 func (o output) write(w http.ResponseWriter, code int, obj runtime.Object) {
+	o.writeHeader(w, code)
+	if err := o.encoder().Encode(obj, w); err != nil {
+		// Headers are gone; all that is left is to stop.
+		return
+	}
+}
+
+func (o output) writeHeader(w http.ResponseWriter, code int) {
 	ct := o.info.MediaType
 	if o.as.Kind != "" {
 		ct += fmt.Sprintf(";g=%s;v=%s;as=%s", o.as.Group, o.as.Version, o.as.Kind)
 	}
 	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(code)
-	if err := o.encoder().Encode(obj, w); err != nil {
-		// Headers are gone; all that is left is to stop.
-		return
+}
+
+// writeEncoded answers with data, an object already encoded by
+// encodeObject.
+func (o output) writeEncoded(w http.ResponseWriter, code int, data []byte) {
+	o.writeHeader(w, code)
+	_, _ = w.Write(data)
+}
+
+// encodeObject encodes obj in the output's format, compactly: the form
+// cached with stored objects (state.Object.Encoding) for every reader.
+func (o output) encodeObject(obj runtime.Object) ([]byte, error) {
+	return runtime.Encode(o.info.Serializer, obj)
+}
+
+// encodingSlot is the stored objects' encoding cache slot for a media type.
+func encodingSlot(mediaType string) (int, bool) {
+	switch mediaType {
+	case mediaJSON:
+		return state.EncodingJSON, true
+	case mediaProtobuf:
+		return state.EncodingProtobuf, true
 	}
+	return 0, false
 }
 
 // input is a request body's decoder, chosen by Content-Type.

@@ -45,7 +45,17 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Res
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	obj, err := s.store.Get(ctx, res, ns, name, registry.ReadOptions{ResourceVersion: o.ResourceVersion})
+	obj, stored, err := s.store.GetStored(ctx, res, ns, name, registry.ReadOptions{ResourceVersion: o.ResourceVersion})
+	if err == nil && stored != nil && out.as.Kind == "" && !out.pretty {
+		// The stored object as it is: its encoding is computed once and
+		// shared with every watcher and every other reader.
+		if slot, ok := encodingSlot(out.info.MediaType); ok {
+			if data, err := stored.Encoding(slot, out.encodeObject); err == nil {
+				out.writeEncoded(w, http.StatusOK, data)
+				return
+			}
+		}
+	}
 	if err == nil {
 		obj, err = transform(req, out, obj, true)
 	}

@@ -143,13 +143,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	flush()
 
 	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(pending), stream.Serializer)
-	embedded := out.info.Serializer
-	encodeObj := func(obj runtime.Object) ([]byte, error) { return runtime.Encode(embedded, obj) }
+	encodeObj := out.encodeObject
 	// A stored object is encoded once for every watcher and reused.
-	slot := state.EncodingJSON
-	if out.info.MediaType == mediaProtobuf {
-		slot = state.EncodingProtobuf
-	}
+	slot, _ := encodingSlot(out.info.MediaType)
 	first := true
 	send := func(ev registry.Event) bool {
 		var (

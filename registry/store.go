@@ -186,16 +186,31 @@ func (s *Store) waitApplied(ctx context.Context, rv uint64) error {
 
 // Get returns one object.
 func (s *Store) Get(ctx context.Context, r *Resource, ns, name string, o ReadOptions) (runtime.Object, error) {
+	out, _, err := s.GetStored(ctx, r, ns, name, o)
+	return out, err
+}
+
+// GetStored is Get that also returns the stored object when the answer is
+// that very object (not a conversion of it), so that the caller can reuse
+// its cached encodings.
+func (s *Store) GetStored(ctx context.Context, r *Resource, ns, name string, o ReadOptions) (runtime.Object, *state.Object, error) {
 	o.ResourceVersionMatch = "" // not meaningful for get
 	sn, err := s.view(ctx, o)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	obj := sn.Get(key(r, ns, name))
 	if obj == nil {
-		return nil, apierrors.NewNotFound(r.GroupResource(), name)
+		return nil, nil, apierrors.NewNotFound(r.GroupResource(), name)
 	}
-	return served(r, obj.Obj)
+	out, err := served(r, obj.Obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	if out != obj.Obj {
+		return out, nil, nil
+	}
+	return out, obj, nil
 }
 
 // served converts a stored object to r's version; a failure is internal.
