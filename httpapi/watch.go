@@ -214,9 +214,10 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 			}
 			wait = max(min(wait, next), 0)
 		}
-		nctx, ncancel := context.WithTimeout(ctx, wait)
-		evs, err := watcher.Next(nctx)
-		ncancel()
+		if wait <= 0 {
+			wait = time.Nanosecond // NextWithin(0) would wait without limit
+		}
+		evs, err := watcher.NextWithin(ctx, wait)
 		if err != nil {
 			if apierrors.IsResourceExpired(err) {
 				s.metrics.watchExpiry.Inc()

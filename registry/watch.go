@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,7 @@ type Watcher struct {
 	pos     uint64 // every event with RV <= pos has been read
 	gen     uint64
 	pending []Event
+	timer   *time.Timer // NextWithin's, reused
 }
 
 // Event is a watch event. Stored is the stored object it carries when the
@@ -125,7 +127,22 @@ func tooOld(rv, oldest uint64) error {
 // (then it returns no events and no error). An error (410 Expired) ends the
 // watch: the history no longer holds what the watcher has not read, or a
 // snapshot install replaced the state.
-func (w *Watcher) Next(ctx context.Context) ([]Event, error) {
+func (w *Watcher) Next(ctx context.Context) ([]Event, error) { return w.NextWithin(ctx, 0) }
+
+// NextWithin is Next that also returns no events once wait has passed
+// (0: no limit). A stream calls it for every batch it sends: unlike a
+// context with a deadline per call, it allocates nothing.
+func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, error) {
+	var expired <-chan time.Time
+	if wait > 0 {
+		if w.timer == nil {
+			w.timer = time.NewTimer(wait)
+		} else {
+			w.timer.Reset(wait)
+		}
+		defer w.timer.Stop()
+		expired = w.timer.C
+	}
 	if len(w.pending) > 0 {
 		evs := w.pending
 		w.pending = nil
@@ -162,6 +179,8 @@ func (w *Watcher) Next(ctx context.Context) ([]Event, error) {
 		}
 		select {
 		case <-changed:
+		case <-expired:
+			return nil, nil
 		case <-ctx.Done():
 			return nil, nil
 		}
