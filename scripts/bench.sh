@@ -133,4 +133,5 @@ echo "== watch fan-out (leasehold only: kube-apiserver serves watchers from its 
 echo "   $WATCHERS watchers on one follower, renewals at 300/s"
 bench() { bin/leasebench --endpoints "$ENDPOINTS" --duration "$DURATION" "$@"; }
 bench --clients 16 --rate 300 --label no-watchers renew
-bench --clients 16 --rate 300 --watchers "$WATCHERS" --label "$WATCHERS-watchers" watch
+bench --clients 16 --rate 300 --watchers "$WATCHERS" --watch-format protobuf --label "$WATCHERS-watchers" watch
+bench --clients 16 --rate 300 --watchers "$WATCHERS" --watch-format json --label "$WATCHERS-watchers" watch

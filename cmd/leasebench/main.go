@@ -19,11 +19,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -42,18 +40,19 @@ import (
 )
 
 type config struct {
-	target    string // leasehold or etcd
-	endpoints []string
-	workload  string
-	duration  time.Duration
-	clients   int
-	leases    int
-	watchers  int
-	watchNode int
-	rate      float64 // total writes per second, 0 = as fast as possible
-	namespace string
-	jsonOut   string
-	label     string
+	target      string // leasehold or etcd
+	endpoints   []string
+	workload    string
+	duration    time.Duration
+	clients     int
+	leases      int
+	watchers    int
+	watchNode   int
+	watchFormat string
+	rate        float64 // total writes per second, 0 = as fast as possible
+	namespace   string
+	jsonOut     string
+	label       string
 }
 
 func main() {
@@ -70,6 +69,7 @@ func main() {
 	fs.IntVar(&cfg.leases, "leases", 1000, "Leases to work on")
 	fs.IntVar(&cfg.watchers, "watchers", 1000, "watchers (watch workload)")
 	fs.IntVar(&cfg.watchNode, "watch-node", 1, "index of the endpoint the watchers use (watch workload)")
+	fs.StringVar(&cfg.watchFormat, "watch-format", "protobuf", "watch stream format: protobuf (client-go's default for built-in types) or json")
 	fs.Float64Var(&cfg.rate, "rate", 0, "total write rate per second (0: unthrottled)")
 	fs.StringVar(&cfg.namespace, "namespace", "leasebench", "namespace of the Leases")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
@@ -117,22 +117,23 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 
 // Result is one run's figures; latencies in milliseconds.
 type Result struct {
-	Target    string             `json:"target"`
-	Label     string             `json:"label,omitempty"`
-	Workload  string             `json:"workload"`
-	Clients   int                `json:"clients"`
-	Leases    int                `json:"leases"`
-	Watchers  int                `json:"watchers,omitempty"`
-	Seconds   float64            `json:"seconds"`
-	Ops       int64              `json:"ops"`
-	OpsPerSec float64            `json:"opsPerSec"`
-	Conflicts int64              `json:"conflicts"`
-	Errors    int64              `json:"errors"`
-	FirstErr  string             `json:"firstError,omitempty"`
-	Latency   Percentiles        `json:"latencyMs"`
-	Lag       *Percentiles       `json:"watchLagMs,omitempty"`
-	Events    int64              `json:"watchEvents,omitempty"`
-	ByOp      map[string]float64 `json:"opsPerSecByKind,omitempty"`
+	Target      string             `json:"target"`
+	Label       string             `json:"label,omitempty"`
+	Workload    string             `json:"workload"`
+	Clients     int                `json:"clients"`
+	Leases      int                `json:"leases"`
+	Watchers    int                `json:"watchers,omitempty"`
+	WatchFormat string             `json:"watchFormat,omitempty"`
+	Seconds     float64            `json:"seconds"`
+	Ops         int64              `json:"ops"`
+	OpsPerSec   float64            `json:"opsPerSec"`
+	Conflicts   int64              `json:"conflicts"`
+	Errors      int64              `json:"errors"`
+	FirstErr    string             `json:"firstError,omitempty"`
+	Latency     Percentiles        `json:"latencyMs"`
+	Lag         *Percentiles       `json:"watchLagMs,omitempty"`
+	Events      int64              `json:"watchEvents,omitempty"`
+	ByOp        map[string]float64 `json:"opsPerSecByKind,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.
@@ -155,8 +156,8 @@ func (r *Result) print(w io.Writer) {
 		fmt.Fprintf(w, "          first error: %s\n", r.FirstErr)
 	}
 	if r.Lag != nil {
-		fmt.Fprintf(w, "         watchers=%d events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
-			r.Watchers, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
+		fmt.Fprintf(w, "         watchers=%d (%s) events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
+			r.Watchers, r.WatchFormat, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
 	}
 }
 
@@ -218,7 +219,7 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	if cfg.workload == "watch" {
-		lag = &lagRecorder{h: hdrhistogram.New(1, 60_000_000, 3)}
+		lag = &lagRecorder{}
 		res.Watchers = cfg.watchers
 		if err := b.startWatchers(wctx, &watchWG, lag); err != nil {
 			return nil, err
@@ -232,9 +233,11 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 	watchWG.Wait()
 	b.fill(res, elapsed)
 	if lag != nil {
-		p := percentiles(lag.h)
+		h, n := lag.merged()
+		p := percentiles(h)
 		res.Lag = &p
-		res.Events = lag.n.Load()
+		res.Events = n
+		res.WatchFormat = cfg.watchFormat
 	}
 	return res, nil
 }
@@ -449,78 +452,4 @@ func (b *bench) renew(ctx context.Context, node int, l *lease) {
 	default:
 		b.errs.Add(1)
 	}
-}
-
-var renewTimeKey = []byte(`"renewTime":"`)
-
-type lagRecorder struct {
-	mu sync.Mutex
-	h  *hdrhistogram.Histogram
-	n  atomic.Int64
-}
-
-// startWatchers opens the watches from the current resourceVersion and
-// records, for every MODIFIED event, now minus the renewTime in it.
-func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagRecorder) error {
-	code, body, err := b.do(ctx, http.MethodGet, b.url(b.cfg.watchNode, "")+"?limit=1", nil)
-	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("list before watch: %d %v", code, err)
-	}
-	var list metav1.List
-	if err := json.Unmarshal(body, &list); err != nil {
-		return err
-	}
-	url := b.url(b.cfg.watchNode, "") + "?watch=true&resourceVersion=" + list.ResourceVersion
-	ready := make(chan error, b.cfg.watchers)
-	for range b.cfg.watchers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-			resp, err := b.client.Do(req)
-			if err != nil {
-				ready <- err
-				return
-			}
-			defer resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				ready <- fmt.Errorf("watch: HTTP %d", resp.StatusCode)
-				return
-			}
-			ready <- nil
-			// Read events without decoding them whole: the benchmark runs
-			// on the same machine as the cluster, so its own CPU counts.
-			br := bufio.NewReaderSize(resp.Body, 64<<10)
-			for {
-				line, err := br.ReadSlice('\n')
-				if err != nil {
-					if ctx.Err() == nil && !errors.Is(err, context.Canceled) {
-						b.errs.Add(1)
-					}
-					return
-				}
-				if !bytes.HasPrefix(line, []byte(`{"type":"MODIFIED"`)) {
-					continue
-				}
-				i := bytes.Index(line, renewTimeKey)
-				if i < 0 || len(line) < i+len(renewTimeKey)+27 {
-					continue
-				}
-				t, err := time.Parse(metav1.RFC3339Micro, string(line[i+len(renewTimeKey):i+len(renewTimeKey)+27]))
-				if err != nil {
-					continue
-				}
-				lag.n.Add(1)
-				lag.mu.Lock()
-				_ = lag.h.RecordValue(max(time.Since(t).Microseconds(), 1))
-				lag.mu.Unlock()
-			}
-		}()
-	}
-	for range b.cfg.watchers {
-		if err := <-ready; err != nil {
-			return err
-		}
-	}
-	return nil
 }
