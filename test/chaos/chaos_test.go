@@ -87,12 +87,14 @@ func TestChaos(t *testing.T) {
 		wg.Add(1)
 		go func() { defer wg.Done(); wt.run(ctx, seed) }()
 	}
+	el := startElections(ctx, c)
 
 	// The nemesis: one fault at a time, at random moments, each healed
 	// before the next; recovery measured after each heal.
 	rng := rand.New(rand.NewPCG(seed, 7))
 	faults := map[string]int{}
 	var recoveries []time.Duration
+	var spans []faultSpan // the nemesis timeline, for the election checker
 	var anomalies []string
 	probeSeq := 0
 	probeRng := rand.New(rand.NewPCG(seed, 8)) // apart from rng: retries depend on timing
@@ -101,12 +103,15 @@ func TestChaos(t *testing.T) {
 		time.Sleep(time.Duration(500+rng.IntN(2000)) * time.Millisecond)
 		kind := allFaults[rng.IntN(len(allFaults))]
 		hold := time.Duration(2000+rng.IntN(3000)) * time.Millisecond
+		applied := time.Now() // inject first finds the leader, at once after a recovery
 		if err := inject(c, rng, kind, hold); err != nil {
 			t.Logf("nemesis: %s skipped: %v", kind, err)
 			continue
 		}
 		faults[kind]++
+		healed := time.Now()
 		took, err := probeWrite(ctx, c, probeRng, &probeSeq, recoveryBound)
+		spans = append(spans, faultSpan{Kind: kind, Start: applied, Healed: healed, Recovered: healed.Add(took)})
 		if err != nil {
 			anomalies = append(anomalies, fmt.Sprintf("recovery after %s: %v", kind, err))
 		}
@@ -116,6 +121,7 @@ func TestChaos(t *testing.T) {
 	if d := time.Until(deadline); d > 0 {
 		time.Sleep(d)
 	}
+	stopAt := time.Now()
 	cancel()
 	wg.Wait()
 
@@ -131,6 +137,9 @@ func TestChaos(t *testing.T) {
 	}
 	fctx, fcancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer fcancel()
+	anomalies = append(anomalies, el.finish(fctx)...)
+	ea, electionLine := el.check(spans, stopAt)
+	anomalies = append(anomalies, ea...)
 	if err := w.finalReads(fctx); err != nil {
 		anomalies = append(anomalies, err.Error())
 	}
@@ -143,6 +152,9 @@ func TestChaos(t *testing.T) {
 	if len(anomalies) > 0 {
 		if err := dumpHistory(reportDir, w.ops); err == nil {
 			t.Logf("history written to %s", filepath.Join(reportDir, "history.txt"))
+		}
+		if err := el.dump(reportDir); err == nil {
+			t.Logf("election terms and lease history written to %s", filepath.Join(reportDir, "elections.txt"))
 		}
 	}
 
@@ -158,6 +170,7 @@ func TestChaos(t *testing.T) {
 		fmt.Fprintf(&b, "  %-20s %d\n", k, counts[k])
 	}
 	fmt.Fprintf(&b, "watch: %d sessions, %d events, relists %d\n", sessions, events, relists(ws))
+	fmt.Fprintln(&b, electionLine)
 	total := 0
 	for _, n := range faults {
 		total += n
