@@ -69,7 +69,7 @@ func main() {
 	fs.IntVar(&cfg.leases, "leases", 1000, "Leases to work on")
 	fs.IntVar(&cfg.watchers, "watchers", 1000, "watchers (watch workload)")
 	fs.IntVar(&cfg.watchNode, "watch-node", 1, "index of the endpoint the watchers use (watch workload)")
-	fs.StringVar(&cfg.watchFormat, "watch-format", "protobuf", "watch stream format: protobuf (client-go's default for built-in types) or json")
+	fs.StringVar(&cfg.watchFormat, "watch-format", "protobuf", "watch stream format: protobuf (what kube-controller-manager, kube-scheduler and kubelet ask for) or json (client-go's own default)")
 	fs.Float64Var(&cfg.rate, "rate", 0, "total write rate per second (0: unthrottled)")
 	fs.StringVar(&cfg.namespace, "namespace", "leasebench", "namespace of the Leases")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
