@@ -49,6 +49,7 @@ type config struct {
 	watchers    int
 	watchNode   int
 	watchFormat string
+	format      string
 	rate        float64 // total writes per second, 0 = as fast as possible
 	namespace   string
 	jsonOut     string
@@ -69,6 +70,7 @@ func main() {
 	fs.IntVar(&cfg.leases, "leases", 1000, "Leases to work on")
 	fs.IntVar(&cfg.watchers, "watchers", 1000, "watchers (watch workload)")
 	fs.IntVar(&cfg.watchNode, "watch-node", 1, "index of the endpoint the watchers use (watch workload)")
+	fs.StringVar(&cfg.format, "format", "json", "request and response format of renew, get and mixed: json (client-go's default) or protobuf (what kube components and kubelet use)")
 	fs.StringVar(&cfg.watchFormat, "watch-format", "protobuf", "watch stream format: protobuf (what kube-controller-manager, kube-scheduler and kubelet ask for) or json (client-go's own default)")
 	fs.Float64Var(&cfg.rate, "rate", 0, "total write rate per second (0: unthrottled)")
 	fs.StringVar(&cfg.namespace, "namespace", "leasebench", "namespace of the Leases")
@@ -165,6 +167,7 @@ func (r *Result) print(w io.Writer) {
 type bench struct {
 	cfg    config
 	client *http.Client
+	codec  codec
 	lat    *hdrhistogram.Histogram
 	latMu  sync.Mutex
 	ops    atomic.Int64
@@ -207,7 +210,11 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 		return nil, fmt.Errorf("unknown --target %q (want leasehold or etcd)", cfg.target)
 	}
 	tr := &http.Transport{MaxIdleConns: 4 * cfg.clients, MaxIdleConnsPerHost: 2 * cfg.clients, IdleConnTimeout: time.Minute}
-	b := &bench{cfg: cfg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, lat: hdrhistogram.New(1, 60_000_000, 3)}
+	cd, err := newCodec(cfg.format)
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{cfg: cfg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, codec: cd, lat: hdrhistogram.New(1, 60_000_000, 3)}
 	leases, err := b.setup(ctx)
 	if err != nil {
 		return nil, err
@@ -319,7 +326,7 @@ func (b *bench) setup(ctx context.Context) ([]*lease, error) {
 				err = fmt.Errorf("create %s: HTTP %d: %s", l.name, code, body)
 			}
 			if err == nil {
-				err = json.Unmarshal(body, &l.obj)
+				err = b.codec.decode(body, &l.obj)
 			}
 			if err != nil {
 				select {
@@ -340,10 +347,10 @@ func (b *bench) setup(ctx context.Context) ([]*lease, error) {
 	return leases, nil
 }
 
-func (b *bench) do(ctx context.Context, method, url string, obj any) (int, []byte, error) {
+func (b *bench) do(ctx context.Context, method, url string, obj *coordinationv1.Lease) (int, []byte, error) {
 	var body io.Reader
 	if obj != nil {
-		raw, err := json.Marshal(obj)
+		raw, err := b.codec.encode(obj)
 		if err != nil {
 			return 0, nil, err
 		}
@@ -353,8 +360,8 @@ func (b *bench) do(ctx context.Context, method, url string, obj any) (int, []byt
 	if err != nil {
 		return 0, nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Content-Type", b.codec.mediaType)
+	req.Header.Set("Accept", b.codec.mediaType)
 	resp, err := b.client.Do(req)
 	if err != nil {
 		return 0, nil, err
@@ -441,13 +448,13 @@ func (b *bench) renew(ctx context.Context, node int, l *lease) {
 		}
 	case code == http.StatusOK:
 		b.record("renew", time.Since(start))
-		if err := json.Unmarshal(body, &l.obj); err != nil {
+		if err := b.codec.decode(body, &l.obj); err != nil {
 			b.errs.Add(1)
 		}
 	case code == http.StatusConflict:
 		b.conf.Add(1)
 		if code, body, err := b.do(ctx, http.MethodGet, b.url(node, l.name), nil); err == nil && code == http.StatusOK {
-			_ = json.Unmarshal(body, &l.obj)
+			_ = b.codec.decode(body, &l.obj)
 		}
 	default:
 		b.errs.Add(1)

@@ -46,13 +46,17 @@ func (l *lagRecorder) merged() (*hdrhistogram.Histogram, int64) {
 // startWatchers opens the watches from the current resourceVersion and
 // records, for every MODIFIED event, now minus the renewTime in it.
 func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagRecorder) error {
-	code, body, err := b.do(ctx, http.MethodGet, b.url(b.cfg.watchNode, "")+"?limit=1", nil)
-	if err != nil || code != http.StatusOK {
-		return fmt.Errorf("list before watch: %d %v", code, err)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url(b.cfg.watchNode, "")+"?limit=1", nil)
+	req.Header.Set("Accept", "application/json")
+	resp, err := b.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("list before watch: %w", err)
 	}
 	var list metav1.List
-	if err := json.Unmarshal(body, &list); err != nil {
-		return err
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("list before watch: HTTP %d %v", resp.StatusCode, err)
 	}
 	url := b.url(b.cfg.watchNode, "") + "?watch=true&resourceVersion=" + list.ResourceVersion
 	read := readJSONEvents
