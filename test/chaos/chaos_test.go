@@ -39,7 +39,7 @@ func settings(t *testing.T) (time.Duration, uint64) {
 }
 
 // shortProfile is the traffic time of the run inside `make test`.
-const shortProfile = "30s"
+const shortProfile = "45s"
 
 // Fault kinds the nemesis injects.
 const (
