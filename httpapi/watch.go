@@ -3,17 +3,17 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"time"
 
 	"github.com/gorilla/mux"
+	"google.golang.org/protobuf/encoding/protowire"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/leasehold/leasehold/fsm/state"
@@ -40,13 +40,24 @@ const flushInterval = 25 * time.Millisecond
 // them out even between flushes (a long initial list, a burst).
 const maxBatch = 64 << 10
 
+// appendProtobufFrame appends one frame of a protobuf watch stream: a
+// 4-byte big-endian length, then metav1.WatchEvent{type = 1, object = 2
+// (RawExtension{raw = 1})}, field by field as its generated marshaller
+// writes it (TestProtobufFrame compares the two).
+func appendProtobufFrame(b []byte, typ watch.EventType, obj []byte) []byte {
+	ext := protowire.SizeTag(1) + protowire.SizeBytes(len(obj))
+	size := protowire.SizeTag(1) + protowire.SizeBytes(len(typ)) + protowire.SizeTag(2) + protowire.SizeBytes(ext)
+	b = binary.BigEndian.AppendUint32(b, uint32(size))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	b = protowire.AppendString(b, string(typ))
+	b = protowire.AppendTag(b, 2, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(ext))
+	b = protowire.AppendTag(b, 1, protowire.BytesType)
+	return protowire.AppendBytes(b, obj)
+}
+
 // batch collects a watch stream's frames until the next write.
 type batch struct{ buf []byte }
-
-func (b *batch) Write(p []byte) (int, error) {
-	b.buf = append(b.buf, p...)
-	return len(p), nil
-}
 
 // watchTimeout is kube-apiserver's default: random in [30m, 60m), so that
 // clients do not all reconnect at once.
@@ -91,8 +102,7 @@ func (s *Server) deprecatedWatch(w http.ResponseWriter, req *http.Request) {
 // watch streams events: one JSON object per line, or length-prefixed
 // protobuf frames, flushed as they come.
 func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res *registry.Resource, ns string, raw *metav1.ListOptions, lo registry.ListOptions) {
-	stream := out.info.StreamSerializer
-	if stream == nil {
+	if out.info.StreamSerializer == nil {
 		_, err := negotiate(&http.Request{Header: http.Header{"Accept": {"application/none"}}, URL: &url.URL{}})
 		s.writeError(w, req, err)
 		return
@@ -142,7 +152,6 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	}
 	flush()
 
-	enc := streaming.NewEncoder(stream.Framer.NewFrameWriter(pending), stream.Serializer)
 	encodeObj := out.encodeObject
 	// A stored object is encoded once for every watcher and reused.
 	slot, _ := encodingSlot(out.info.MediaType)
@@ -183,8 +192,8 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 			b = append(b, `","object":`...)
 			b = append(b, bytes.TrimRight(obj, "\n")...)
 			pending.buf = append(b, "}\n"...)
-		} else if err := enc.Encode(&metav1.WatchEvent{Type: string(ev.Type), Object: runtime.RawExtension{Raw: obj}}); err != nil {
-			return false
+		} else {
+			pending.buf = appendProtobufFrame(pending.buf, ev.Type, obj)
 		}
 		if len(pending.buf) >= maxBatch {
 			write()
