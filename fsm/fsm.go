@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	"github.com/hashicorp/go-hclog"
@@ -28,17 +29,24 @@ type StoredObject interface {
 // is part of the log's meaning: a resource, once added, keeps its type.
 type Types map[string]func() StoredObject
 
+// The stored types' apiVersions, spelled once: every stored object shares
+// the string instead of holding its own copy.
+var (
+	leaseAPIVersion          = coordinationv1.SchemeGroupVersion.String()
+	leaseCandidateAPIVersion = coordinationv1beta1.SchemeGroupVersion.String()
+)
+
 // DefaultTypes are the resources leasehold stores.
 func DefaultTypes() Types {
 	return Types{
 		// Stored objects carry their kind, so encoders never have to set
 		// it on an object that readers share.
 		"leases": func() StoredObject {
-			return &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: coordinationv1.SchemeGroupVersion.String()}}
+			return &coordinationv1.Lease{TypeMeta: metav1.TypeMeta{Kind: "Lease", APIVersion: leaseAPIVersion}}
 		},
 		// Every served version of LeaseCandidate is stored as v1beta1.
 		"leasecandidates": func() StoredObject {
-			return &coordinationv1beta1.LeaseCandidate{TypeMeta: metav1.TypeMeta{Kind: "LeaseCandidate", APIVersion: coordinationv1beta1.SchemeGroupVersion.String()}}
+			return &coordinationv1beta1.LeaseCandidate{TypeMeta: metav1.TypeMeta{Kind: "LeaseCandidate", APIVersion: leaseCandidateAPIVersion}}
 		},
 	}
 }
@@ -60,6 +68,7 @@ type FSM struct {
 	state  *state.Store
 	types  Types
 	logger hclog.Logger
+	intern interner
 }
 
 var (
@@ -127,7 +136,11 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if obj.UID != cur.UID {
 			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID}}
 		}
-		if bytes.Equal(obj.Data, cur.Data) {
+		curData, err := storedData(cur)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: entry %d: encode %s: %v", l.Index, cur.Key, err))
+		}
+		if bytes.Equal(cmd.Object, curData) {
 			return &Result{Object: cur}
 		}
 		txn.Put(obj, cur, at)
@@ -168,28 +181,59 @@ func checkPreconditions(k state.Key, cur *state.Object, cmd *Command) error {
 
 // decode builds the stored object for a create or update at index idx.
 func (f *FSM) decode(idx uint64, cmd *Command) *state.Object {
-	o, err := f.unmarshal(cmd.Resource, cmd.Object)
+	o, data, err := f.unmarshal(cmd.Resource, cmd.Object)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: entry %d: %v", idx, err))
 	}
 	o.SetResourceVersion(strconv.FormatUint(idx, 10))
 	return &state.Object{
-		Key:  state.Key{Resource: cmd.Resource, Namespace: o.GetNamespace(), Name: o.GetName()},
+		Key:  state.Key{Resource: f.intern.string(cmd.Resource), Namespace: o.GetNamespace(), Name: o.GetName()},
 		RV:   idx,
 		UID:  string(o.GetUID()),
-		Data: bytes.Clone(cmd.Object),
+		Data: data,
 		Obj:  o,
 	}
 }
 
-func (f *FSM) unmarshal(resource string, data []byte) (StoredObject, error) {
+// unmarshal decodes a stored encoding (resourceVersion unset) and returns
+// what state.Object.Data keeps of it: nothing when encoding the object again
+// gives the same bytes, as it does for whatever this binary's proposers
+// wrote; only an encoding from elsewhere (a newer binary's unknown fields)
+// is kept as written. The check costs one encoding per write and saves
+// holding every object's encoding next to the object.
+func (f *FSM) unmarshal(resource string, data []byte) (o StoredObject, keep []byte, err error) {
 	newObj, ok := f.types[resource]
 	if !ok {
-		return nil, fmt.Errorf("unknown resource %q", resource)
+		return nil, nil, fmt.Errorf("unknown resource %q", resource)
 	}
-	o := newObj()
+	o = newObj()
 	if err := o.Unmarshal(data); err != nil {
-		return nil, fmt.Errorf("decode %s: %w", resource, err)
+		return nil, nil, fmt.Errorf("decode %s: %w", resource, err)
 	}
-	return o, nil
+	if again, err := o.Marshal(); err != nil || !bytes.Equal(again, data) {
+		keep = bytes.Clone(data)
+	}
+	f.intern.object(o)
+	return o, keep, nil
+}
+
+// storedData is o's protobuf encoding with resourceVersion unset, as the
+// command that wrote it carried it: the bytes kept in Data, or else Obj
+// encoded again.
+func storedData(o *state.Object) ([]byte, error) {
+	if o.Data != nil {
+		return o.Data, nil
+	}
+	st, ok := o.Obj.(StoredObject)
+	if !ok {
+		return nil, fmt.Errorf("stored object %s is a %T", o.Key, o.Obj)
+	}
+	// Obj is shared and never changes: clear resourceVersion on a shallow
+	// copy, which owns only that field.
+	v := reflect.ValueOf(st).Elem()
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	cp := c.Interface().(StoredObject)
+	cp.SetResourceVersion("")
+	return cp.Marshal()
 }

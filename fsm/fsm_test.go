@@ -101,6 +101,16 @@ func eventsSince(s *state.Store, rv uint64) (evs []state.Event, applied uint64, 
 	return r.Events, r.Applied, !r.Expired, r.Oldest
 }
 
+// dataOf is the object's stored encoding, kept or derived.
+func dataOf(t testing.TB, o *state.Object) []byte {
+	t.Helper()
+	b, err := storedData(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func objRV(t testing.TB, o *state.Object) string {
 	t.Helper()
 	m, err := meta.Accessor(o.Obj)
@@ -381,8 +391,8 @@ func TestApplyCommands(t *testing.T) {
 				case tt.want.stored != nil && got == nil:
 					t.Fatalf("%s not stored after entry", k)
 				case got != nil:
-					if got.RV != tt.want.storedRV || !bytes.Equal(got.Data, tt.want.stored) {
-						t.Fatalf("stored rv %d data %x, want rv %d data %x", got.RV, got.Data, tt.want.storedRV, tt.want.stored)
+					if got.RV != tt.want.storedRV || !bytes.Equal(dataOf(t, got), tt.want.stored) {
+						t.Fatalf("stored rv %d data %x, want rv %d data %x", got.RV, dataOf(t, got), tt.want.storedRV, tt.want.stored)
 					}
 					if rv := objRV(t, got); rv != strconv.FormatUint(got.RV, 10) {
 						t.Fatalf("stored object has resourceVersion %q, want %d", rv, got.RV)
@@ -415,8 +425,8 @@ func TestApplyCommands(t *testing.T) {
 				if e.Type != tt.want.event || e.RV != idx || e.Object.RV != idx || e.At != appendedAt(idx).UnixNano() {
 					t.Fatalf("event %s rv %d (object rv %d) at %d, want %s rv %d at %d", e.Type, e.RV, e.Object.RV, e.At, tt.want.event, idx, appendedAt(idx).UnixNano())
 				}
-				if e.Object.Key != k || !bytes.Equal(e.Object.Data, tt.want.data) {
-					t.Fatalf("event object %v data %x, want %v %x", e.Object.Key, e.Object.Data, k, tt.want.data)
+				if e.Object.Key != k || !bytes.Equal(dataOf(t, e.Object), tt.want.data) {
+					t.Fatalf("event object %v data %x, want %v %x", e.Object.Key, dataOf(t, e.Object), k, tt.want.data)
 				}
 				if e.Prev != prev {
 					t.Fatalf("event prev %+v, want the object stored before (%+v)", e.Prev, prev)
@@ -468,8 +478,8 @@ func checkResult(t *testing.T, res *Result, k state.Key, prev *state.Object, cod
 	if o == nil {
 		t.Fatal("no result object")
 	}
-	if o.RV != rv || o.Key != k || !bytes.Equal(o.Data, data) {
-		t.Fatalf("result %v rv %d data %x, want %v rv %d data %x", o.Key, o.RV, o.Data, k, rv, data)
+	if o.RV != rv || o.Key != k || !bytes.Equal(dataOf(t, o), data) {
+		t.Fatalf("result %v rv %d data %x, want %v rv %d data %x", o.Key, o.RV, dataOf(t, o), k, rv, data)
 	}
 	if got := objRV(t, o); got != strconv.FormatUint(rv, 10) {
 		t.Fatalf("result object resourceVersion %q, want %d", got, rv)
@@ -502,7 +512,7 @@ func TestDeleteTombstone(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	tomb := res.Object
-	if tomb.RV != 7 || tomb.UID != "u1" || tomb.Key != leaseKey("ns", "x") || !bytes.Equal(tomb.Data, before.Data) {
+	if tomb.RV != 7 || tomb.UID != "u1" || tomb.Key != leaseKey("ns", "x") || !bytes.Equal(dataOf(t, tomb), dataOf(t, before)) {
 		t.Fatalf("tombstone %+v", tomb)
 	}
 	if rv := objRV(t, tomb); rv != "7" {
@@ -899,7 +909,7 @@ func canonicalDump(t testing.TB, f *FSM) []byte {
 			return
 		}
 		fmt.Fprintf(&b, "  %q %q %q rv=%d uid=%q objrv=%s data=%x\n",
-			o.Key.Resource, o.Key.Namespace, o.Key.Name, o.RV, o.UID, objRV(t, o), o.Data)
+			o.Key.Resource, o.Key.Namespace, o.Key.Name, o.RV, o.UID, objRV(t, o), dataOf(t, o))
 	}
 	fmt.Fprintf(&b, "applied=%d dropped=%d objects=%d events=%d\n", applied, dropped, len(objs), len(events))
 	for _, o := range objs {
@@ -1003,7 +1013,7 @@ func TestDeterminism(t *testing.T) {
 	}
 	for _, o := range objs {
 		mo, ok := m.objs[o.Key]
-		if !ok || mo.rv != o.RV || mo.uid != o.UID || !bytes.Equal(mo.data, o.Data) {
+		if !ok || mo.rv != o.RV || mo.uid != o.UID || !bytes.Equal(mo.data, dataOf(t, o)) {
 			t.Fatalf("object %v rv %d, model has %+v", o.Key, o.RV, mo)
 		}
 	}
@@ -1161,7 +1171,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			for i, o := range srcObjs {
 				r := dstObjs[i]
-				if r.Key != o.Key || r.RV != o.RV || r.UID != o.UID || !bytes.Equal(r.Data, o.Data) {
+				if r.Key != o.Key || r.RV != o.RV || r.UID != o.UID || !bytes.Equal(dataOf(t, r), dataOf(t, o)) {
 					t.Fatalf("restored %+v, want %+v", r, o)
 				}
 				if !equalLeases(o.Obj, r.Obj) {
@@ -1214,7 +1224,7 @@ func sameObject(t *testing.T, what string, want, got *state.Object) {
 		}
 		return
 	}
-	if got.Key != want.Key || got.RV != want.RV || got.UID != want.UID || !bytes.Equal(got.Data, want.Data) {
+	if got.Key != want.Key || got.RV != want.RV || got.UID != want.UID || !bytes.Equal(dataOf(t, got), dataOf(t, want)) {
 		t.Fatalf("%s: %+v, want %+v", what, got, want)
 	}
 	if !equalLeases(want.Obj, got.Obj) {

@@ -79,8 +79,11 @@ func (s *snapshot) write(w io.Writer) error {
 	if err := put(recIndex); err != nil {
 		return err
 	}
+	var err error
 	for _, o := range s.objs {
-		rec = appendObject(rec[:0], o)
+		if rec, err = appendObject(rec[:0], o); err != nil {
+			return err
+		}
 		if err := put(recObject); err != nil {
 			return err
 		}
@@ -88,10 +91,14 @@ func (s *snapshot) write(w io.Writer) error {
 	for _, e := range s.events {
 		rec = appendString(rec[:0], string(e.Type))
 		rec = binary.AppendVarint(rec, e.At)
-		rec = appendObject(rec, e.Object)
+		if rec, err = appendObject(rec, e.Object); err != nil {
+			return err
+		}
 		if e.Prev != nil {
 			rec = append(rec, 1)
-			rec = appendObject(rec, e.Prev)
+			if rec, err = appendObject(rec, e.Prev); err != nil {
+				return err
+			}
 		} else {
 			rec = append(rec, 0)
 		}
@@ -111,14 +118,18 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendObject(b []byte, o *state.Object) []byte {
+func appendObject(b []byte, o *state.Object) ([]byte, error) {
+	data, err := storedData(o)
+	if err != nil {
+		return b, fmt.Errorf("encode %s: %w", o.Key, err)
+	}
 	b = appendString(b, o.Key.Resource)
 	b = appendString(b, o.Key.Namespace)
 	b = appendString(b, o.Key.Name)
 	b = binary.AppendUvarint(b, o.RV)
 	b = appendString(b, o.UID)
-	b = binary.AppendUvarint(b, uint64(len(o.Data)))
-	return append(b, o.Data...)
+	b = binary.AppendUvarint(b, uint64(len(data)))
+	return append(b, data...), nil
 }
 
 // Restore replaces the state with a snapshot's. The new state is built
@@ -140,12 +151,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		applied, dropped uint64
 		sawIndex         bool
 	)
-	// Objects in events are shared with the state when they are the same
-	// version, to keep memory as it was before the snapshot.
-	type version struct {
-		k  state.Key
-		rv uint64
-	}
+	// An object version held by the state and by events, or by one event
+	// as its object and the next as its previous state, is decoded once
+	// and shared, as it was before the snapshot.
 	byVersion := map[version]*state.Object{}
 	for {
 		typ, err := br.ReadByte()
@@ -169,23 +177,24 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			applied, dropped = r.uvarint(), r.uvarint()
 			sawIndex = true
 		case recObject:
-			o, err := f.readObject(r)
+			o, err := f.readObject(r, byVersion)
 			if err != nil {
 				return err
 			}
-			byVersion[version{o.Key, o.RV}] = o
 			objs = append(objs, o)
 		case recEvent:
 			e := state.Event{Type: state.EventType(r.bytes()), At: r.varint()}
-			if e.Object, err = f.readObject(r); err != nil {
+			// A tombstone is its own version: never shared.
+			shared := byVersion
+			if e.Type == state.Deleted {
+				shared = nil
+			}
+			if e.Object, err = f.readObject(r, shared); err != nil {
 				return err
 			}
 			e.RV = e.Object.RV
-			if shared, ok := byVersion[version{e.Object.Key, e.Object.RV}]; ok && e.Type != state.Deleted {
-				e.Object = shared
-			}
 			if hasPrev := r.byte(); hasPrev == 1 {
-				if e.Prev, err = f.readObject(r); err != nil {
+				if e.Prev, err = f.readObject(r, byVersion); err != nil {
 					return err
 				}
 			}
@@ -206,24 +215,46 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 }
 
-func (f *FSM) readObject(r *reader) (*state.Object, error) {
-	o := &state.Object{}
-	o.Key.Resource = string(r.bytes())
-	o.Key.Namespace = string(r.bytes())
-	o.Key.Name = string(r.bytes())
-	o.RV = r.uvarint()
-	o.UID = string(r.bytes())
-	o.Data = r.bytes()
+// version names one version of an object.
+type version struct {
+	k  state.Key
+	rv uint64
+}
+
+// readObject reads an object. When shared is set, a version already in it
+// is returned instead of a new copy, and a new one is added to it.
+func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Object, error) {
+	resource, ns, name := r.bytes(), r.bytes(), r.bytes()
+	rv := r.uvarint()
+	uid, data := r.bytes(), r.bytes()
 	if r.err != nil {
 		return nil, fmt.Errorf("restore: object record: %w", r.err)
 	}
-	obj, err := f.unmarshal(o.Key.Resource, o.Data)
-	if err != nil {
-		return nil, fmt.Errorf("restore: %s: %w", o.Key, err)
+	// A map lookup with converted []byte keys does not allocate.
+	if o, ok := shared[version{state.Key{Resource: string(resource), Namespace: string(ns), Name: string(name)}, rv}]; ok {
+		return o, nil
 	}
-	obj.SetResourceVersion(strconv.FormatUint(o.RV, 10))
-	o.Obj = obj
+	k := state.Key{Resource: f.intern.string(string(resource)), Namespace: string(ns), Name: string(name)}
+	obj, keep, err := f.unmarshal(k.Resource, data)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %s: %w", k, err)
+	}
+	obj.SetResourceVersion(strconv.FormatUint(rv, 10))
+	// The object spells its key and uid too: share its strings.
+	k.Namespace, k.Name = sameString(obj.GetNamespace(), ns), sameString(obj.GetName(), name)
+	o := &state.Object{Key: k, RV: rv, UID: sameString(string(obj.GetUID()), uid), Data: keep, Obj: obj}
+	if shared != nil {
+		shared[version{k, rv}] = o
+	}
 	return o, nil
+}
+
+// sameString returns s when it spells b, else b as a new string.
+func sameString(s string, b []byte) string {
+	if s == string(b) {
+		return s
+	}
+	return string(b)
 }
 
 func (r *reader) varint() int64 {

@@ -1,0 +1,85 @@
+package fsm
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxInterned bounds each of the interner's tables; past it a table starts
+// over, which only costs sharing.
+const maxInterned = 4096
+
+// interner gives the decoded objects one shared copy of what many of them
+// repeat: 100,000 Leases written by the same client have the same
+// namespace and the same managedFields entry, whose time is to the second.
+// Stored objects are never mutated, so sharing is safe. Used only on the
+// FSM goroutine (Apply and Restore).
+type interner struct {
+	strings map[string]string
+	fields  map[string]*metav1.FieldsV1
+	times   map[time.Time]*metav1.Time
+}
+
+// string returns the shared copy of s.
+func (in *interner) string(s string) string {
+	if s == "" {
+		return ""
+	}
+	if shared, ok := in.strings[s]; ok {
+		return shared
+	}
+	if in.strings == nil || len(in.strings) >= maxInterned {
+		in.strings = make(map[string]string)
+	}
+	in.strings[s] = s
+	return s
+}
+
+// object replaces o's repeated metadata by shared copies. o is not yet
+// visible to anyone else.
+func (in *interner) object(o metav1.Object) {
+	o.SetNamespace(in.string(o.GetNamespace()))
+	mf := o.GetManagedFields() // shares o's entries: edited in place
+	for i := range mf {
+		e := &mf[i]
+		e.Manager = in.string(e.Manager)
+		e.Operation = metav1.ManagedFieldsOperationType(in.string(string(e.Operation)))
+		e.APIVersion = in.string(e.APIVersion)
+		e.FieldsType = in.string(e.FieldsType)
+		e.Subresource = in.string(e.Subresource)
+		e.FieldsV1 = in.fieldsV1(e.FieldsV1)
+		e.Time = in.time(e.Time)
+	}
+}
+
+// fieldsV1 returns a shared FieldsV1 equal to f.
+func (in *interner) fieldsV1(f *metav1.FieldsV1) *metav1.FieldsV1 {
+	if f == nil {
+		return nil
+	}
+	if shared, ok := in.fields[string(f.Raw)]; ok {
+		return shared
+	}
+	if in.fields == nil || len(in.fields) >= maxInterned {
+		in.fields = make(map[string]*metav1.FieldsV1)
+	}
+	in.fields[string(f.Raw)] = f
+	return f
+}
+
+// time returns a shared Time equal to t: equal as ==, the same instant in
+// the same location, so that sharing changes nothing a reader could see.
+func (in *interner) time(t *metav1.Time) *metav1.Time {
+	if t == nil {
+		return nil
+	}
+	if shared, ok := in.times[t.Time]; ok {
+		return shared
+	}
+	if in.times == nil || len(in.times) >= maxInterned {
+		in.times = make(map[time.Time]*metav1.Time)
+	}
+	in.times[t.Time] = t
+	return t
+}

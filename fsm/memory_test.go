@@ -1,0 +1,173 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+	"time"
+	"unsafe"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// withUnknownField appends a field this binary's Lease does not have, as a
+// newer binary's proposer might write.
+func withUnknownField(b []byte) []byte {
+	b = bytes.Clone(b)
+	b = binary.AppendUvarint(b, 1000<<3) // field 1000, varint
+	return binary.AppendUvarint(b, 42)
+}
+
+// TestDataKeptOnlyWhenReencodingDiffers: an object whose encoding this
+// binary reproduces keeps no copy of it; one it cannot reproduce keeps the
+// bytes as written, for no-op detection and snapshots alike.
+func TestDataKeptOnlyWhenReencodingDiffers(t *testing.T) {
+	f := newFSM(state.DefaultConfig())
+	plain := leaseBytes(t, "ns", "plain", "u1", "a")
+	r := asResult(t, f.Apply(cmdLog(1, &Command{Type: CmdCreate, Resource: "leases", Object: plain})))
+	if r.Err != nil || r.Object.Data != nil {
+		t.Fatalf("plain create: err %v, Data %x kept", r.Err, r.Object.Data)
+	}
+	if got := dataOf(t, r.Object); !bytes.Equal(got, plain) {
+		t.Fatalf("derived data %x, want %x", got, plain)
+	}
+
+	odd := withUnknownField(leaseBytes(t, "ns", "odd", "u2", "a"))
+	r = asResult(t, f.Apply(cmdLog(2, &Command{Type: CmdCreate, Resource: "leases", Object: odd})))
+	if r.Err != nil || !bytes.Equal(r.Object.Data, odd) {
+		t.Fatalf("create with an unknown field: err %v, Data %x, want %x", r.Err, r.Object.Data, odd)
+	}
+	// The same bytes again change nothing; the object without the field
+	// is a change, as when every object kept its bytes.
+	r = asResult(t, f.Apply(cmdLog(3, &Command{Type: CmdUpdate, Resource: "leases", Object: odd})))
+	if r.Err != nil || r.Object.RV != 2 {
+		t.Fatalf("repeated update: %+v, want the object at rv 2", r)
+	}
+	r = asResult(t, f.Apply(cmdLog(4, &Command{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u2", "a")})))
+	if r.Err != nil || r.Object.RV != 4 || r.Object.Data != nil {
+		t.Fatalf("update without the field: %+v, want a write at rv 4 keeping no data", r)
+	}
+	r = asResult(t, f.Apply(cmdLog(5, &Command{Type: CmdUpdate, Resource: "leases", Object: plain})))
+	if r.Err != nil || r.Object.RV != 1 {
+		t.Fatalf("no-op update of a derived object: %+v, want the object at rv 1", r)
+	}
+	r = asResult(t, f.Apply(cmdLog(6, &Command{Type: CmdUpdate, Resource: "leases", Object: odd})))
+	if r.Err != nil || r.Object.RV != 6 {
+		t.Fatalf("update with the field: %+v", r)
+	}
+
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, persist(t, f))
+	got := dst.State().Snapshot().Get(leaseKey("ns", "odd"))
+	if got == nil || !bytes.Equal(got.Data, odd) {
+		t.Fatalf("restored object %+v, want its bytes as written", got)
+	}
+	if got := dst.State().Snapshot().Get(leaseKey("ns", "plain")); got == nil || got.Data != nil || !bytes.Equal(dataOf(t, got), plain) {
+		t.Fatalf("restored plain object %+v", got)
+	}
+}
+
+// managedLeaseBytes is leaseBytes with one managedFields entry, as every
+// Lease written through the API has.
+func managedLeaseBytes(t testing.TB, ns, name, uid string, at time.Time) []byte {
+	t.Helper()
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns, Name: name, UID: types.UID(uid),
+			ManagedFields: []metav1.ManagedFieldsEntry{{
+				Manager: "leasebench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
+				Time: &metav1.Time{Time: at}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:holderIdentity":{}}}`)},
+			}},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo(name)},
+	}
+	b, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func sameMemory(a, b string) bool { return unsafe.StringData(a) == unsafe.StringData(b) }
+
+// TestDecodedObjectsShareRepeatedValues: what many objects repeat is held
+// once, after apply and after a restore alike.
+func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
+	f := newFSM(state.DefaultConfig())
+	for i, name := range []string{"a", "b", "c"} {
+		data := managedLeaseBytes(t, "kube-node-lease", name, "u-"+name, fixedTime.Truncate(time.Second).Add(time.Duration(i/2)*time.Second))
+		if r := asResult(t, f.Apply(cmdLog(uint64(i+1), &Command{Type: CmdCreate, Resource: "leases", Object: data}))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	check := func(what string, f *FSM) {
+		t.Helper()
+		sn := f.State().Snapshot()
+		a := sn.Get(leaseKey("kube-node-lease", "a"))
+		b := sn.Get(leaseKey("kube-node-lease", "b"))
+		la, lb := a.Obj.(*coordinationv1.Lease), b.Obj.(*coordinationv1.Lease)
+		ea, eb := la.ManagedFields[0], lb.ManagedFields[0]
+		if !sameMemory(la.Namespace, lb.Namespace) || !sameMemory(a.Key.Namespace, b.Key.Namespace) ||
+			!sameMemory(a.Key.Resource, b.Key.Resource) || !sameMemory(la.APIVersion, lb.APIVersion) {
+			t.Fatalf("%s: namespace, resource or apiVersion not shared", what)
+		}
+		if !sameMemory(ea.Manager, eb.Manager) || !sameMemory(string(ea.Operation), string(eb.Operation)) ||
+			!sameMemory(ea.APIVersion, eb.APIVersion) || !sameMemory(ea.FieldsType, eb.FieldsType) || ea.FieldsV1 != eb.FieldsV1 {
+			t.Fatalf("%s: managedFields entries not shared: %+v %+v", what, ea, eb)
+		}
+		if ea.Time != eb.Time {
+			t.Fatalf("%s: entries' times %v and %v not shared", what, ea.Time, eb.Time)
+		}
+		if ec := sn.Get(leaseKey("kube-node-lease", "c")).Obj.(*coordinationv1.Lease).ManagedFields[0]; ec.Time == ea.Time || ec.Time.Equal(ea.Time) {
+			t.Fatalf("%s: a later time %v shares %v", what, ec.Time, ea.Time)
+		}
+		// The key's strings are the object's own.
+		if !sameMemory(a.Key.Name, la.Name) || !sameMemory(a.Key.Namespace, la.Namespace) || !sameMemory(a.UID, string(la.UID)) {
+			t.Fatalf("%s: key strings not shared with the object", what)
+		}
+	}
+	check("applied", f)
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, persist(t, f))
+	check("restored", dst)
+}
+
+// TestRestoreSharesVersions: a version that the state and the history, or
+// two events, refer to is one object after a restore, as before it.
+func TestRestoreSharesVersions(t *testing.T) {
+	src := newFSM(state.DefaultConfig())
+	populate(t, src)
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, persist(t, src))
+
+	// sharedPrevs counts the events whose previous state is an earlier
+	// event's object.
+	sharedPrevs := func(f *FSM) int {
+		current := map[state.Key]*state.Object{}
+		f.State().Snapshot().List("leases", "", nil, func(o *state.Object) bool { current[o.Key] = o; return true })
+		seen := map[*state.Object]bool{}
+		evs, _, _, _ := eventsSince(f.State(), 0)
+		n := 0
+		for _, e := range evs {
+			if e.Prev != nil && seen[e.Prev] {
+				n++
+			}
+			if e.Type != state.Deleted {
+				if cur := current[e.Object.Key]; cur != nil && cur.RV == e.Object.RV && cur != e.Object {
+					t.Fatalf("event %d: object %v is a copy of the state's", e.RV, e.Object.Key)
+				}
+				seen[e.Object] = true
+			}
+		}
+		return n
+	}
+	want := sharedPrevs(src)
+	if got := sharedPrevs(dst); got != want || want == 0 {
+		t.Fatalf("restored: %d events share their previous state with an earlier event, source %d", got, want)
+	}
+}
