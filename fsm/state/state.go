@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	memdb "github.com/hashicorp/go-memdb"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -32,62 +31,28 @@ type Object struct {
 	// RV is the Raft index of the entry that last changed the object.
 	RV  uint64
 	UID string
-	// Data is the object's protobuf encoding with resourceVersion unset; two
-	// writes with equal Data are the same object.
+	// Data is the object's protobuf encoding with resourceVersion unset, as
+	// written, when encoding Obj again would not give it back (fields this
+	// binary does not know). Usually it would, and Data is nil: the FSM
+	// encodes Obj again when it needs the bytes, rather than every object
+	// holding them. Two writes with equal encodings are the same object.
 	Data []byte
 	// Obj is Data decoded, with resourceVersion set. Never mutate it.
 	Obj runtime.Object
 
 	// encodings caches Obj's wire encodings, one slot per format, so that
-	// an object sent to a thousand watchers is encoded once.
+	// an object sent to a thousand watchers is encoded once; cache, once
+	// the object is stored, bounds what all objects keep there.
 	encodings [EncodingSlots]atomic.Pointer[[]byte]
+	cache     *encodingCache
 }
 
-// Encoding slots of Object.Encoding.
-const (
-	EncodingJSON = iota
-	EncodingProtobuf
-	EncodingSlots
-)
-
-// Encoding returns Obj encoded in the format of slot, computing it with enc
-// the first time. Concurrent first calls may both encode; either result is
-// kept.
-func (o *Object) Encoding(slot int, enc func(runtime.Object) ([]byte, error)) ([]byte, error) {
-	if b := o.encodings[slot].Load(); b != nil {
-		return *b, nil
-	}
-	b, err := enc(o.Obj)
-	if err != nil {
-		return nil, err
-	}
-	o.encodings[slot].Store(&b)
-	return b, nil
-}
-
-// ID is the object's primary index value (used by memdb).
+// ID is the object's id, the order of lists.
 func (o *Object) ID() string { return o.Key.id() }
 
-const table = "objects"
-
-var schema = &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{
-	table: {
-		Name: table,
-		Indexes: map[string]*memdb.IndexSchema{
-			"id": {Name: "id", Unique: true, Indexer: &memdb.StringFieldIndex{Field: "id"}},
-		},
-	},
-}}
-
-// stored is what memdb holds; the exported field is indexed by StringFieldIndex.
-type stored struct {
-	id  string
-	obj *Object
-}
-
-// Store is the node's in-memory state: objects in a go-memdb (an immutable
-// radix tree, so a read snapshot costs one pointer copy and never blocks
-// Apply), the applied index, and the event history.
+// Store is the node's in-memory state: objects in an immutable tree (see
+// node: a read snapshot costs one pointer copy and never blocks Apply), the
+// applied index, and the event history.
 //
 // Writes come only from the FSM goroutine through Begin/Commit. Lock order:
 // mu is never held while calling out of the package.
@@ -95,10 +60,10 @@ type Store struct {
 	// mu guards the fields below; the FSM goroutine takes it to publish,
 	// readers share it.
 	mu sync.RWMutex
-	// db is written only by the FSM goroutine; readers use published, the
-	// view at the applied index.
-	db        *memdb.MemDB
-	published *memdb.MemDB
+	// root is written only by the FSM goroutine; readers use published,
+	// the view at the applied index.
+	root      *node
+	published *node
 	applied   uint64
 	// advanced is closed and replaced whenever applied moves or the state is
 	// replaced by a restore; waiters select on it.
@@ -108,6 +73,8 @@ type Store struct {
 	generation uint64
 	history    *History
 	snaps      snapRing
+	// encodings bounds the encodings cached by the stored objects.
+	encodings *encodingCache
 }
 
 // Config bounds what the store retains.
@@ -119,44 +86,40 @@ type Config struct {
 	// ListSnapshots is the number of past read snapshots kept for paginated
 	// lists (continue tokens) and exact-version lists (>0).
 	ListSnapshots int
+	// EncodingCacheBytes bounds the cached wire encodings of stored objects
+	// (see Object.Encoding); 0 means the default.
+	EncodingCacheBytes int
 }
 
 // DefaultConfig keeps about as much as kube-apiserver's watch cache.
 func DefaultConfig() Config {
-	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 1024}
+	// 16 MiB of encodings is the last ~10 s of writes at 1,500 writes/s
+	// (JSON and protobuf): time for every watcher to get them.
+	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 1024, EncodingCacheBytes: 16 << 20}
 }
 
 // New returns an empty store.
 func New(cfg Config) *Store {
-	if cfg.HistoryEvents <= 0 || cfg.ListSnapshots <= 0 {
-		d := DefaultConfig()
-		if cfg.HistoryEvents <= 0 {
-			cfg.HistoryEvents = d.HistoryEvents
-		}
-		if cfg.ListSnapshots <= 0 {
-			cfg.ListSnapshots = d.ListSnapshots
-		}
+	d := DefaultConfig()
+	if cfg.HistoryEvents <= 0 {
+		cfg.HistoryEvents = d.HistoryEvents
 	}
-	db := mustNewDB()
+	if cfg.ListSnapshots <= 0 {
+		cfg.ListSnapshots = d.ListSnapshots
+	}
+	if cfg.EncodingCacheBytes <= 0 {
+		cfg.EncodingCacheBytes = d.EncodingCacheBytes
+	}
 	s := &Store{
-		db:        db,
-		published: db.Snapshot(),
 		advanced:  make(chan struct{}),
 		history:   newHistory(cfg.HistoryEvents, cfg.HistoryAge),
 		snaps:     newSnapRing(cfg.ListSnapshots),
+		encodings: newEncodingCache(cfg.EncodingCacheBytes),
 	}
 	// The empty state is the view at index 0 and stands for the entries
 	// before the first change, as Replace seeds the ring with its state.
 	s.snaps.add(0, s.published)
 	return s
-}
-
-func mustNewDB() *memdb.MemDB {
-	db, err := memdb.NewMemDB(schema)
-	if err != nil {
-		panic(fmt.Sprintf("state: bad schema: %v", err))
-	}
-	return db
 }
 
 // AppliedIndex is the index of the last log entry whose effects are visible
@@ -196,14 +159,14 @@ type Snapshot struct {
 	Index uint64
 	// Generation is the store's generation the view belongs to.
 	Generation uint64
-	txn        *memdb.Txn
+	root       *node
 }
 
 // Snapshot returns a read view of the latest applied state.
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return &Snapshot{Index: s.applied, Generation: s.generation, txn: s.published.Txn(false)}
+	return &Snapshot{Index: s.applied, Generation: s.generation, root: s.published}
 }
 
 // SnapshotAt returns the read view at exactly index idx. Recent views are
@@ -220,45 +183,36 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 	gen := s.generation
 	if idx == s.applied {
 		defer s.mu.RUnlock()
-		return &Snapshot{Index: idx, Generation: gen, txn: s.published.Txn(false)}, true
+		return &Snapshot{Index: idx, Generation: gen, root: s.published}, true
 	}
-	if db, ok := s.snaps.at(idx); ok {
+	if root, ok := s.snaps.at(idx); ok {
 		s.mu.RUnlock()
-		return &Snapshot{Index: idx, Generation: gen, txn: db.Txn(false)}, true
+		return &Snapshot{Index: idx, Generation: gen, root: root}, true
 	}
 	if idx < s.history.dropped {
 		s.mu.RUnlock()
 		return nil, false
 	}
 	later := s.history.since(idx)
-	db := s.published.Snapshot() // a private copy to undo into
+	root := s.published // undone into copies of its paths
 	s.mu.RUnlock()
 
-	txn := db.Txn(true)
 	for i := len(later) - 1; i >= 0; i-- {
 		e := later[i]
-		var err error
-		if e.Prev == nil {
-			err = txn.Delete(table, &stored{id: e.Object.ID(), obj: e.Object})
-		} else {
-			err = txn.Insert(table, &stored{id: e.Prev.ID(), obj: e.Prev})
+		if e.Prev != nil {
+			root = root.insert(e.Prev.ID(), e.Prev)
+			continue
 		}
-		if err != nil {
-			panic(fmt.Sprintf("state: undo event %d on %s: %v", e.RV, e.Object.Key, err))
+		var found bool
+		if root, found = root.remove(e.Object.ID()); !found {
+			panic(fmt.Sprintf("state: undo event %d on %s: not found", e.RV, e.Object.Key))
 		}
 	}
-	txn.Commit()
-	return &Snapshot{Index: idx, Generation: gen, txn: db.Txn(false)}, true
+	return &Snapshot{Index: idx, Generation: gen, root: root}, true
 }
 
 // Get returns the object under k, or nil.
-func (sn *Snapshot) Get(k Key) *Object {
-	raw, err := sn.txn.First(table, "id", k.id())
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*stored).obj
-}
+func (sn *Snapshot) Get(k Key) *Object { return sn.root.get(k.id()) }
 
 // List calls fn for each object of resource in namespace ("" = all
 // namespaces) whose id is >= after's id (exclusive when after is set), in
@@ -272,23 +226,16 @@ func (sn *Snapshot) List(resource, namespace string, after *Key, fn func(*Object
 	if after != nil && after.id() >= prefix {
 		start = after.id()
 	}
-	it, err := sn.txn.LowerBound(table, "id", start)
-	if err != nil {
-		panic(fmt.Sprintf("state: list: %v", err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		o := raw.(*stored).obj
+	sn.root.ascend(start, func(o *Object) bool {
 		id := o.ID()
 		if !strings.HasPrefix(id, prefix) {
-			return
+			return false
 		}
 		if after != nil && id == after.id() {
-			continue
+			return true
 		}
-		if !fn(o) {
-			return
-		}
-	}
+		return fn(o)
+	})
 }
 
 // Count returns the number of objects of resource.
@@ -303,38 +250,31 @@ func (sn *Snapshot) Count(resource string) int {
 // that entry's index (for exact-version lists); Commit publishes the batch.
 type Txn struct {
 	s       *Store
-	txn     *memdb.Txn
+	root    *node
 	changed bool
 	views   []view
 	events  []Event
 }
 
 type view struct {
-	idx uint64
-	db  *memdb.MemDB
+	idx  uint64
+	root *node
 }
 
 // Begin starts a write transaction. Only the FSM goroutine calls it, and at
 // most one is open at a time.
 func (s *Store) Begin() *Txn {
-	return &Txn{s: s, txn: s.db.Txn(true)}
+	return &Txn{s: s, root: s.root}
 }
 
 // Get returns the current object under k, including earlier writes of this
 // transaction.
-func (t *Txn) Get(k Key) *Object {
-	raw, err := t.txn.First(table, "id", k.id())
-	if err != nil || raw == nil {
-		return nil
-	}
-	return raw.(*stored).obj
-}
+func (t *Txn) Get(k Key) *Object { return t.root.get(k.id()) }
 
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
 func (t *Txn) Put(o, prev *Object, appendedAt int64) {
-	if err := t.txn.Insert(table, &stored{id: o.ID(), obj: o}); err != nil {
-		panic(fmt.Sprintf("state: insert %s: %v", o.Key, err))
-	}
+	o.cache = t.s.encodings
+	t.root = t.root.insert(o.ID(), o)
 	typ := Added
 	if prev != nil {
 		typ = Modified
@@ -346,8 +286,10 @@ func (t *Txn) Put(o, prev *Object, appendedAt int64) {
 // Delete removes prev; tombstone is its last state stamped with the delete's
 // index.
 func (t *Txn) Delete(prev, tombstone *Object, appendedAt int64) {
-	if err := t.txn.Delete(table, &stored{id: prev.ID(), obj: prev}); err != nil {
-		panic(fmt.Sprintf("state: delete %s: %v", prev.Key, err))
+	tombstone.cache = t.s.encodings
+	var found bool
+	if t.root, found = t.root.remove(prev.ID()); !found {
+		panic(fmt.Sprintf("state: delete %s: not found", prev.Key))
 	}
 	t.changed = true
 	t.events = append(t.events, Event{Type: Deleted, RV: tombstone.RV, Object: tombstone, Prev: prev, At: appendedAt})
@@ -359,9 +301,7 @@ func (t *Txn) Step(idx uint64) {
 	if !t.changed {
 		return
 	}
-	t.txn.Commit()
-	t.views = append(t.views, view{idx: idx, db: t.s.db.Snapshot()})
-	t.txn = t.s.db.Txn(true)
+	t.views = append(t.views, view{idx: idx, root: t.root})
 	t.changed = false
 }
 
@@ -369,14 +309,14 @@ func (t *Txn) Step(idx uint64) {
 // wakes everyone waiting for the index.
 func (t *Txn) Commit(idx uint64) {
 	t.Step(idx)
-	t.txn.Abort()
 	s := t.s
+	s.root = t.root
 	s.mu.Lock()
 	for _, v := range t.views {
-		s.snaps.add(v.idx, v.db)
+		s.snaps.add(v.idx, v.root)
 	}
 	if len(t.views) > 0 {
-		s.published = t.views[len(t.views)-1].db
+		s.published = t.views[len(t.views)-1].root
 	}
 	if idx > s.applied {
 		s.applied = idx
@@ -390,17 +330,19 @@ func (t *Txn) Commit(idx uint64) {
 // Replace swaps in a whole new state (from a Raft snapshot). Watchers see a
 // new generation and must resume from a fresh list.
 func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64) {
-	db := mustNewDB()
-	txn := db.Txn(true)
 	for _, o := range objs {
-		if err := txn.Insert(table, &stored{id: o.ID(), obj: o}); err != nil {
-			panic(fmt.Sprintf("state: restore insert %s: %v", o.Key, err))
+		o.cache = s.encodings
+	}
+	for _, e := range events {
+		e.Object.cache = s.encodings
+		if e.Prev != nil {
+			e.Prev.cache = s.encodings
 		}
 	}
-	txn.Commit()
+	root := newTree(objs)
 	s.mu.Lock()
-	s.db = db
-	s.published = db.Snapshot()
+	s.root = root
+	s.published = root
 	s.applied = applied
 	s.generation++
 	s.history.reset(events, dropped)
@@ -416,54 +358,52 @@ func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64)
 // snapshot.
 func (s *Store) Dump() (objs []*Object, events []Event, dropped, applied uint64) {
 	s.mu.RLock()
-	txn := s.published.Txn(false)
+	root := s.published
 	applied = s.applied
 	events = s.history.all()
 	dropped = s.history.dropped
 	s.mu.RUnlock()
-	it, err := txn.Get(table, "id")
-	if err != nil {
-		panic(fmt.Sprintf("state: dump: %v", err))
-	}
-	for raw := it.Next(); raw != nil; raw = it.Next() {
-		objs = append(objs, raw.(*stored).obj)
-	}
+	root.ascend("", func(o *Object) bool { objs = append(objs, o); return true })
 	return objs, events, dropped, applied
 }
 
 // snapRing keeps the read views of the last n commits, oldest first.
 type snapRing struct {
-	idx []uint64
-	dbs []*memdb.MemDB
-	n   int
+	idx   []uint64
+	roots []*node
+	n     int
 }
 
 func newSnapRing(n int) snapRing { return snapRing{n: n} }
 
-func (r *snapRing) add(idx uint64, db *memdb.MemDB) {
+func (r *snapRing) add(idx uint64, root *node) {
 	if len(r.idx) > 0 && r.idx[len(r.idx)-1] == idx {
-		r.dbs[len(r.dbs)-1] = db
+		r.roots[len(r.roots)-1] = root
 		return
 	}
 	if len(r.idx) == r.n {
 		copy(r.idx, r.idx[1:])
-		copy(r.dbs, r.dbs[1:])
-		r.idx, r.dbs = r.idx[:r.n-1], r.dbs[:r.n-1]
+		copy(r.roots, r.roots[1:])
+		r.roots[r.n-1] = nil
+		r.idx, r.roots = r.idx[:r.n-1], r.roots[:r.n-1]
 	}
 	r.idx = append(r.idx, idx)
-	r.dbs = append(r.dbs, db)
+	r.roots = append(r.roots, root)
 }
 
-func (r *snapRing) reset() { r.idx, r.dbs = r.idx[:0], r.dbs[:0] }
+func (r *snapRing) reset() {
+	clear(r.roots)
+	r.idx, r.roots = r.idx[:0], r.roots[:0]
+}
 
 // at returns the newest view at or below idx. A view stands for every index
 // up to the next one, since entries that changed nothing keep no view. It
 // fails when idx is older than the oldest view kept.
-func (r *snapRing) at(idx uint64) (*memdb.MemDB, bool) {
+func (r *snapRing) at(idx uint64) (*node, bool) {
 	// First view newer than idx.
 	i := sort.Search(len(r.idx), func(i int) bool { return r.idx[i] > idx })
 	if i == 0 {
 		return nil, false
 	}
-	return r.dbs[i-1], true
+	return r.roots[i-1], true
 }
