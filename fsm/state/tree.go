@@ -1,183 +1,72 @@
 package state
 
-import "strings"
+import "github.com/benbjohnson/immutable"
 
-// node is a node of an immutable AVL tree of objects ordered by id. A
-// change never edits a node: it copies the path from the root to the change
-// and returns the new root, so a read view is one root pointer, costs O(1)
-// to take and never sees later writes. A node costs 32 bytes per object
-// (a radix tree such as go-memdb's costs ~400).
+// node is the objects ordered by id, in an immutable sorted map
+// (github.com/benbjohnson/immutable: a B+tree whose changes copy only the
+// path to the change). A change returns a new version and never edits an
+// old one, so a read view is one pointer, costs O(1) to take and never
+// sees later writes; an entry costs a few dozen bytes, where go-memdb's
+// radix tree costs about 400. A nil *node is the empty map.
 type node struct {
-	obj         *Object
-	left, right *node
-	height      int32
+	m *immutable.SortedMap[string, *Object]
 }
 
-func (n *node) h() int32 {
+func (n *node) objects() *immutable.SortedMap[string, *Object] {
 	if n == nil {
-		return 0
+		return immutable.NewSortedMap[string, *Object](nil)
 	}
-	return n.height
-}
-
-func newNode(obj *Object, left, right *node) *node {
-	return &node{obj: obj, left: left, right: right, height: max(left.h(), right.h()) + 1}
-}
-
-// balanced is newNode after a change of one side's height by at most one,
-// rotated back to AVL balance.
-func balanced(obj *Object, left, right *node) *node {
-	switch d := left.h() - right.h(); {
-	case d > 1:
-		if left.right.h() > left.left.h() {
-			lr := left.right
-			left = newNode(lr.obj, newNode(left.obj, left.left, lr.left), lr.right)
-		}
-		return newNode(left.obj, left.left, newNode(obj, left.right, right))
-	case d < -1:
-		if right.left.h() > right.right.h() {
-			rl := right.left
-			right = newNode(rl.obj, rl.left, newNode(right.obj, rl.right, right.right))
-		}
-		return newNode(right.obj, newNode(obj, left, right.left), right.right)
-	}
-	return newNode(obj, left, right)
-}
-
-// compareID compares k's id with id without building k's id.
-func compareID(k Key, id string) int {
-	i := 0
-	for _, part := range [...]string{k.Resource, "/", k.Namespace, "/", k.Name} {
-		n := min(len(part), len(id)-i)
-		if c := strings.Compare(part[:n], id[i:i+n]); c != 0 {
-			return c
-		}
-		if n < len(part) {
-			return 1 // id is a proper prefix of k's id
-		}
-		i += n
-	}
-	if i < len(id) {
-		return -1
-	}
-	return 0
+	return n.m
 }
 
 // get returns the object with the id, or nil.
 func (n *node) get(id string) *Object {
-	for n != nil {
-		switch c := compareID(n.obj.Key, id); {
-		case c == 0:
-			return n.obj
-		case c > 0:
-			n = n.left
-		default:
-			n = n.right
-		}
+	if n == nil {
+		return nil
 	}
-	return nil
+	o, _ := n.m.Get(id)
+	return o
 }
 
-// insert returns the tree with obj stored under id (obj's id), replacing
+// insert returns the map with obj stored under id (obj's id), replacing
 // the object there if any.
 func (n *node) insert(id string, obj *Object) *node {
-	if n == nil {
-		return &node{obj: obj, height: 1}
-	}
-	switch c := compareID(n.obj.Key, id); {
-	case c == 0:
-		return &node{obj: obj, left: n.left, right: n.right, height: n.height}
-	case c > 0:
-		return balanced(n.obj, n.left.insert(id, obj), n.right)
-	default:
-		return balanced(n.obj, n.left, n.right.insert(id, obj))
-	}
+	return &node{n.objects().Set(id, obj)}
 }
 
-// remove returns the tree without the object under id; found is false,
-// and the tree unchanged, when there is none.
+// remove returns the map without the object under id; found is false, and
+// the map unchanged, when there is none.
 func (n *node) remove(id string) (out *node, found bool) {
-	if n == nil {
-		return nil, false
+	if n.get(id) == nil {
+		return n, false
 	}
-	switch c := compareID(n.obj.Key, id); {
-	case c > 0:
-		left, found := n.left.remove(id)
-		if !found {
-			return n, false
-		}
-		return balanced(n.obj, left, n.right), true
-	case c < 0:
-		right, found := n.right.remove(id)
-		if !found {
-			return n, false
-		}
-		return balanced(n.obj, n.left, right), true
-	}
-	if n.left == nil {
-		return n.right, true
-	}
-	if n.right == nil {
-		return n.left, true
-	}
-	first, right := n.right.removeFirst()
-	return balanced(first, n.left, right), true
-}
-
-// removeFirst returns the tree's first object and the tree without it.
-func (n *node) removeFirst() (*Object, *node) {
-	if n.left == nil {
-		return n.obj, n.right
-	}
-	first, left := n.left.removeFirst()
-	return first, balanced(n.obj, left, n.right)
+	return &node{n.m.Delete(id)}, true
 }
 
 // ascend calls fn for each object whose id is >= from, in id order, until
 // fn returns false; it returns false if fn did.
 func (n *node) ascend(from string, fn func(*Object) bool) bool {
-	for n != nil {
-		if from != "" && compareID(n.obj.Key, from) < 0 {
-			n = n.right // this object and its left side are before from
-			continue
-		}
-		if !n.left.ascend(from, fn) || !fn(n.obj) {
+	if n == nil {
+		return true
+	}
+	it := n.m.Iterator()
+	if from != "" {
+		it.Seek(from)
+	}
+	for !it.Done() {
+		if _, o, ok := it.Next(); ok && !fn(o) {
 			return false
 		}
-		// Everything to the right is after this object, so after from.
-		n, from = n.right, ""
 	}
 	return true
 }
 
-// build returns a balanced tree of objs, which are in strictly increasing
-// id order.
-func build(objs []*Object) *node {
-	if len(objs) == 0 {
-		return nil
-	}
-	m := len(objs) / 2
-	return newNode(objs[m], build(objs[:m]), build(objs[m+1:]))
-}
-
-// newTree returns a tree of objs, a later one replacing an earlier one with
-// the same id. Objects in id order, as Dump lists them, are built into a
-// balanced tree directly.
+// newTree returns a map of objs, a later one replacing an earlier one with
+// the same id.
 func newTree(objs []*Object) *node {
-	ids := make([]string, len(objs))
-	sorted := true
-	for i, o := range objs {
-		ids[i] = o.ID()
-		if i > 0 && ids[i-1] >= ids[i] {
-			sorted = false
-		}
+	b := immutable.NewSortedMapBuilder[string, *Object](nil)
+	for _, o := range objs {
+		b.Set(o.ID(), o)
 	}
-	if sorted {
-		return build(objs)
-	}
-	var root *node
-	for i, o := range objs {
-		root = root.insert(ids[i], o)
-	}
-	return root
+	return &node{b.Map()}
 }

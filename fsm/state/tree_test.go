@@ -5,54 +5,15 @@ import (
 	"maps"
 	"math/rand"
 	"slices"
-	"strings"
 	"testing"
 )
 
-// TestCompareID: comparing a key with an id is comparing the key's id,
-// including where a part is a prefix of another or holds bytes below '/'.
-func TestCompareID(t *testing.T) {
-	parts := []string{"", "a", "a-b", "a.b", "a/b", "ab", "b", "leases", "lease"}
-	var keys []Key
-	for _, r := range parts {
-		for _, ns := range parts {
-			for _, n := range parts {
-				keys = append(keys, Key{Resource: r, Namespace: ns, Name: n})
-			}
-		}
-	}
-	ids := []string{"", "/", "a/", "a//", "a/a-b/", "leases/", "leases/a/", "lease/", "zz"}
-	for _, k := range keys {
-		ids = append(ids, k.id())
-	}
-	for _, k := range keys {
-		for _, id := range ids {
-			if got, want := compareID(k, id), strings.Compare(k.id(), id); got != want {
-				t.Fatalf("compareID(%q, %q) = %d, want %d", k.id(), id, got, want)
-			}
-		}
-	}
-}
-
-// checkTree verifies order, heights and AVL balance, and returns the ids in
-// order.
+// checkTree returns the ids in order and checks they are strictly
+// increasing.
 func checkTree(t *testing.T, n *node) []string {
 	t.Helper()
 	var ids []string
-	var walk func(n *node) int32
-	walk = func(n *node) int32 {
-		if n == nil {
-			return 0
-		}
-		lh := walk(n.left)
-		ids = append(ids, n.obj.ID())
-		rh := walk(n.right)
-		if n.height != max(lh, rh)+1 || lh-rh > 1 || rh-lh > 1 {
-			t.Fatalf("node %s: height %d, sides %d and %d", n.obj.ID(), n.height, lh, rh)
-		}
-		return n.height
-	}
-	walk(n)
+	n.ascend("", func(o *Object) bool { ids = append(ids, o.ID()); return true })
 	if !slices.IsSorted(ids) || len(slices.Compact(slices.Clone(ids))) != len(ids) {
 		t.Fatalf("ids out of order: %v", ids)
 	}
