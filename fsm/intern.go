@@ -19,6 +19,7 @@ type interner struct {
 	strings map[string]string
 	fields  map[string]*metav1.FieldsV1
 	times   map[time.Time]*metav1.Time
+	entries map[metav1.ManagedFieldsEntry][]metav1.ManagedFieldsEntry
 }
 
 // string returns the shared copy of s.
@@ -51,6 +52,25 @@ func (in *interner) object(o metav1.Object) {
 		e.FieldsV1 = in.fieldsV1(e.FieldsV1)
 		e.Time = in.time(e.Time)
 	}
+	if len(mf) == 1 {
+		o.SetManagedFields(in.entry(mf))
+	}
+}
+
+// entry returns a shared one-entry managedFields equal to mf, the usual
+// case: Leases renewed by their holder in the same second have the same
+// entry. Its capacity is one, so an append to it (on a copy of an object)
+// cannot write into what other objects share.
+func (in *interner) entry(mf []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+	if shared, ok := in.entries[mf[0]]; ok {
+		return shared
+	}
+	if in.entries == nil || len(in.entries) >= maxInterned {
+		in.entries = make(map[metav1.ManagedFieldsEntry][]metav1.ManagedFieldsEntry)
+	}
+	mf = mf[:1:1]
+	in.entries[mf[0]] = mf
+	return mf
 }
 
 // fieldsV1 returns a shared FieldsV1 equal to f.

@@ -123,6 +123,9 @@ func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
 		if ea.Time != eb.Time {
 			t.Fatalf("%s: entries' times %v and %v not shared", what, ea.Time, eb.Time)
 		}
+		if &la.ManagedFields[0] != &lb.ManagedFields[0] || cap(la.ManagedFields) != 1 {
+			t.Fatalf("%s: equal managedFields not shared, or shared with room to append", what)
+		}
 		if ec := sn.Get(leaseKey("kube-node-lease", "c")).Obj.(*coordinationv1.Lease).ManagedFields[0]; ec.Time == ea.Time || ec.Time.Equal(ea.Time) {
 			t.Fatalf("%s: a later time %v shares %v", what, ec.Time, ea.Time)
 		}

@@ -139,3 +139,28 @@ bench() { bin/leasebench --endpoints "$ENDPOINTS" --duration "$DURATION" "$@"; }
 bench --clients 64 --rate 300 --label no-watchers renew
 bench --clients 64 --rate 300 --watchers "$WATCHERS" --watch-format protobuf --label "$WATCHERS-watchers" watch
 bench --clients 64 --rate 300 --watchers "$WATCHERS" --watch-format json --label "$WATCHERS-watchers" watch
+
+# Scale: memory and restart with many Leases stored, on the same cluster.
+SCALE_LEASES=${SCALE_LEASES:-100000}
+echo
+echo "== scale: $SCALE_LEASES Leases stored (leasebench's setup creates them)"
+bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 1s --label "$SCALE_LEASES-leases" renew
+rss() { awk '/^VmRSS:/ {printf "%.0f MB", $2 / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$1/$1.pid")/status"; }
+for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
+follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
+if [[ -n $follower ]]; then
+	scripts/cluster.sh kill "$follower" >/dev/null
+	url="http://127.0.0.1:$((API_PORT_BASE + ${follower#n}))/readyz"
+	start=$(date +%s%N)
+	scripts/cluster.sh restart "$follower" >/dev/null &
+	restart=$!
+	until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$url") == 200 ]]; do
+		kill -0 "$restart" 2>/dev/null || break # the restart failed: its error is on stderr
+		sleep 0.05
+	done
+	ready=$(date +%s%N)
+	wait "$restart"
+	echo "   $follower SIGKILLed and restarted: ready in $(((ready - start) / 1000000)) ms, RSS $(rss "$follower")"
+else
+	echo "   no follower to restart: $(scripts/cluster.sh status | tr '\n' ' ')"
+fi
