@@ -251,7 +251,9 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		if ctx.Err() != nil {
 			return
 		}
-		if bookmarks && len(evs) == 0 {
+		// A bookmark is due on time whether or not events came: a busy
+		// stream always has some, and its position covers them.
+		if bookmarks {
 			now := time.Now()
 			final := !finalBookmarkSent && !now.Before(deadline.Add(-bookmarkBeforeTimeout))
 			if final || now.Sub(lastBookmark) >= bookmarkInterval {
