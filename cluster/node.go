@@ -195,9 +195,6 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout * 3 / 4
 	rc.CommitTimeout = 20 * time.Millisecond
 	rc.MaxAppendEntries = 256
-	// Writers queue in a buffered channel and the leader takes all that
-	// wait in one batch (one fsync), instead of handing them over one by one.
-	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
@@ -293,12 +290,14 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 		timeout = time.Until(d)
 	}
 	f := n.raft.Apply(cmd.Encode(), timeout)
-	if err := f.Error(); err != nil {
+	if err := n.wait(ctx, f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, ErrNotLeader
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return nil, ErrTimeout
+		case errors.Is(err, ErrUnknownOutcome):
+			return nil, err
 		default:
 			// ErrLeadershipLost, ErrRaftShutdown: it may still commit.
 			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
@@ -309,6 +308,24 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 		return nil, fmt.Errorf("unexpected apply response %T", f.Response())
 	}
 	return res, nil
+}
+
+// wait is f.Error(), given up when ctx ends or after the write timeout:
+// a request must never hang on a future that a shutting-down Raft will not
+// answer. Giving up leaves the outcome unknown.
+func (n *Node) wait(ctx context.Context, f raft.ApplyFuture) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	timer := time.NewTimer(n.cfg.WriteTimeout)
+	defer timer.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %v", ErrUnknownOutcome, ctx.Err())
+	case <-timer.C:
+		return fmt.Errorf("%w: not committed within %v", ErrUnknownOutcome, n.cfg.WriteTimeout)
+	}
 }
 
 // EnsureCurrent makes sure this node, as leader, has applied an entry of
