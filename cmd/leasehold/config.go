@@ -35,7 +35,7 @@ type Config struct {
 	SnapshotInterval  time.Duration // --snapshot-interval: how often raft checks the threshold
 	TrailingLogs      uint64        // --trailing-logs: log entries kept after a snapshot
 	HeartbeatTimeout  time.Duration // --raft-heartbeat-timeout (also the election timeout)
-	WriteTimeout      time.Duration // --write-timeout: how long a write waits for a leader before 503
+	WriteTimeout      time.Duration // --write-timeout: how long a write waits for a leader (503), then for its commit (504)
 	DebugAddr         string        // --debug-addr HOST:PORT, "" = off: net/http/pprof
 	WatchHistory      uint64        // --watch-history: events kept for watch resume
 	WatchHistoryAge   time.Duration // --watch-history-age: how long an event stays resumable
@@ -126,7 +126,7 @@ var cfgFlags = []cfgFlag{
 	{name: "raft-heartbeat-timeout", arg: "DURATION", def: cfgDefaultHeartbeatTimeout.String(),
 		usage: "Raft heartbeat timeout, also used as the election timeout (>= 5ms)"},
 	{name: "write-timeout", arg: "DURATION", def: cfgDefaultWriteTimeout.String(),
-		usage: "how long a write waits for a leader before it fails with 503 (> 0)"},
+		usage: "how long a write waits for a leader (then 503) and then for its commit (then 504, outcome unknown) (> 0)"},
 	{name: "debug-addr", arg: "HOST:PORT",
 		usage: "listen address for net/http/pprof; off when empty"},
 	{name: "watch-history", arg: "N", def: strconv.Itoa(cfgDefaultWatchHistory),
