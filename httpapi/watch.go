@@ -56,9 +56,6 @@ func appendProtobufFrame(b []byte, typ watch.EventType, obj []byte) []byte {
 	return protowire.AppendBytes(b, obj)
 }
 
-// batch collects a watch stream's frames until the next write.
-type batch struct{ buf []byte }
-
 // watchTimeout is kube-apiserver's default: random in [30m, 60m), so that
 // clients do not all reconnect at once.
 func watchTimeout() time.Duration {
@@ -132,16 +129,16 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	flusher, _ := w.(http.Flusher)
 	// Frames collect in out and reach the connection in one write per
 	// flush: the response's own buffer is smaller than a few events.
-	pending := &batch{}
+	var pending []byte // frames since the last write
 	ok := true
 	write := func() {
-		if len(pending.buf) > 0 {
-			_, err := w.Write(pending.buf)
+		if len(pending) > 0 {
+			_, err := w.Write(pending)
 			ok = ok && err == nil
-			pending.buf = pending.buf[:0]
+			pending = pending[:0]
 		}
-		if cap(pending.buf) > 2*maxBatch {
-			pending.buf = nil // a long initial list passed: give the memory back
+		if cap(pending) > 2*maxBatch {
+			pending = nil // a long initial list passed: give the memory back
 		}
 	}
 	flush := func() {
@@ -187,15 +184,15 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		if slot == state.EncodingJSON {
 			// The JSON frame written directly: {"type":...,"object":...}.
 			// Event types are plain upper-case words: no escaping needed.
-			b := append(pending.buf, `{"type":"`...)
+			b := append(pending, `{"type":"`...)
 			b = append(b, ev.Type...)
 			b = append(b, `","object":`...)
 			b = append(b, bytes.TrimRight(obj, "\n")...)
-			pending.buf = append(b, "}\n"...)
+			pending = append(b, "}\n"...)
 		} else {
-			pending.buf = appendProtobufFrame(pending.buf, ev.Type, obj)
+			pending = appendProtobufFrame(pending, ev.Type, obj)
 		}
-		if len(pending.buf) >= maxBatch {
+		if len(pending) >= maxBatch {
 			write()
 		}
 		return ok
