@@ -51,8 +51,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// statusRecorder remembers the response code; it keeps http.Flusher for
-// watch streams.
+// statusRecorder remembers the response code; it keeps http.Flusher, and
+// through Unwrap the connection takeover, for watch streams.
 type statusRecorder struct {
 	http.ResponseWriter
 	code int
@@ -71,6 +71,9 @@ func (r *statusRecorder) Write(b []byte) (int, error) {
 	}
 	return r.ResponseWriter.Write(b)
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
 
 func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {

@@ -125,29 +125,13 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	}
 	w.Header().Set("Content-Type", contentType)
 	w.Header().Set("Cache-Control", "no-cache, private")
-	w.WriteHeader(http.StatusOK)
-	flusher, _ := w.(http.Flusher)
-	// Frames collect in out and reach the connection in one write per
-	// flush: the response's own buffer is smaller than a few events.
-	var pending []byte // frames since the last write
+	// Frames collect in the stream's buffer and go out in one write per
+	// flush.
+	stream, ctx, cancelStream := startWatchStream(ctx, w, req)
+	defer stream.close()
+	defer cancelStream()
 	ok := true
-	write := func() {
-		if len(pending) > 0 {
-			_, err := w.Write(pending)
-			ok = ok && err == nil
-			pending = pending[:0]
-		}
-		if cap(pending) > 2*maxBatch {
-			pending = nil // a long initial list passed: give the memory back
-		}
-	}
-	flush := func() {
-		write()
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
-	flush()
+	flush := func() { ok = stream.flush() && ok }
 
 	encodeObj := out.encodeObject
 	// A stored object is encoded once for every watcher and reused.
@@ -184,16 +168,16 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 		if slot == state.EncodingJSON {
 			// The JSON frame written directly: {"type":...,"object":...}.
 			// Event types are plain upper-case words: no escaping needed.
-			b := append(pending, `{"type":"`...)
+			b := append(stream.buf, `{"type":"`...)
 			b = append(b, ev.Type...)
 			b = append(b, `","object":`...)
 			b = append(b, bytes.TrimRight(obj, "\n")...)
-			pending = append(b, "}\n"...)
+			stream.buf = append(b, "}\n"...)
 		} else {
-			pending = appendProtobufFrame(pending, ev.Type, obj)
+			stream.buf = appendProtobufFrame(stream.buf, ev.Type, obj)
 		}
-		if len(pending) >= maxBatch {
-			write()
+		if stream.pending() >= maxBatch {
+			flush()
 		}
 		return ok
 	}

@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ type config struct {
 	namespace   string
 	jsonOut     string
 	label       string
+	cpuProfile  string
 }
 
 func main() {
@@ -76,6 +78,7 @@ func main() {
 	fs.StringVar(&cfg.namespace, "namespace", "leasebench", "namespace of the Leases")
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
+	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (it shares the machine with the cluster)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...")
 		fs.PrintDefaults()
@@ -94,6 +97,17 @@ func main() {
 	cfg.endpoints = strings.Split(endpoints, ",")
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "leasebench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	res, err := run(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "leasebench:", err)
