@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
 // The fast path knows LeaseSpec's fields by name: a new field must be
@@ -162,5 +164,37 @@ func TestRenewalFastPathTakesRenewals(t *testing.T) {
 	}
 	if _, ok := renewalManagedFields(live, next, "other", "coordination.k8s.io/v1"); ok {
 		t.Fatal("a second manager's write took the fast path")
+	}
+}
+
+func TestOwnedFieldsCache(t *testing.T) {
+	raw := []byte(`{"f:spec":{"f:holderIdentity":{},"f:renewTime":{}}}`)
+	a, err := ownedFields(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := ownedFields(append([]byte(nil), raw...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Error("equal FieldsV1 decoded twice")
+	}
+	if !a.Has(fieldpath.MakePathOrDie("spec", "renewTime")) || a.Has(fieldpath.MakePathOrDie("spec", "acquireTime")) {
+		t.Errorf("decoded set %v", a)
+	}
+	if _, err := ownedFields([]byte(`{"f:spec":`)); err == nil {
+		t.Error("a truncated FieldsV1 decoded")
+	}
+	for i := range 3 * maxOwnedSets {
+		if _, err := ownedFields(fmt.Appendf(nil, `{"f:spec":{"f:x%d":{}}}`, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ownedSets.RLock()
+	n := len(ownedSets.m)
+	ownedSets.RUnlock()
+	if n > maxOwnedSets {
+		t.Errorf("cache holds %d sets, bound %d", n, maxOwnedSets)
 	}
 }
