@@ -48,11 +48,32 @@ func newReadIndexHistogram() prometheus.Histogram {
 	})
 }
 
+// forwardOutcomes are the values of leasehold_forwarded_writes_total's
+// outcome label.
+var forwardOutcomes = []string{"committed", "not_leader", "not_applied", "unreachable", "unknown"}
+
+// newForwardedCounter counts the writes a node that does not lead sent to
+// the leader, by outcome: committed, refused because the peer no longer
+// led (not_leader) or its queue was full (not_applied), the leader not
+// reached (unreachable; nothing sent), or no answer after sending
+// (unknown). The first three and unreachable wrote nothing.
+func newForwardedCounter() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasehold_forwarded_writes_total",
+		Help: "Writes this node sent to the leader as log commands, by outcome (committed, not_leader, not_applied, unreachable, unknown).",
+	}, []string{"outcome"})
+	for _, o := range forwardOutcomes {
+		c.WithLabelValues(o)
+	}
+	return c
+}
+
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.leader, c.state, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness} {
 		ch <- d
 	}
 	c.n.readIndexSeconds.Describe(ch)
+	c.n.forwarded.Describe(ch)
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -82,6 +103,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ready, _ := n.Ready()
 	gauge(c.readiness, b2f(ready))
 	n.readIndexSeconds.Collect(ch)
+	n.forwarded.Collect(ch)
 }
 
 func b2f(b bool) float64 {

@@ -117,6 +117,8 @@ type Node struct {
 	readIndexes coalescer[uint64]   // a follower's read-index requests
 	// readIndexSeconds times the read index step of linearizable reads.
 	readIndexSeconds prometheus.Histogram
+	// forwarded counts the commands this node sent to the leader.
+	forwarded *prometheus.CounterVec
 
 	readyMu     sync.Mutex
 	ready       bool
@@ -150,6 +152,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		stopCh:   make(chan struct{}),
 
 		readIndexSeconds: newReadIndexHistogram(),
+		forwarded:        newForwardedCounter(),
 	}
 	n.fsmTypes = fsm.DefaultTypes()
 	n.fsm = fsm.New(n.state, n.fsmTypes, cfg.Logger.Named("fsm"))
@@ -279,33 +282,102 @@ func (n *Node) WaitLeader(ctx context.Context) (name, addr string, err error) {
 	}
 }
 
-// Apply proposes cmd on this node, which must be the leader, and returns
-// the FSM's result once the entry is committed and applied here.
+// Apply commits cmd and returns the FSM's result, within the write
+// timeout. The leader commits it itself; any other node sends the encoded
+// command to the leader over the peer port and gets back the leader's
+// result (waiting to apply the entry itself would wait for the leader's
+// next message, up to a heartbeat interval). Commands carry their preconditions (ExpectRV),
+// so where the write was decided does not matter. While no node can take
+// the command (no leader, leadership moving) it is tried again; nothing
+// was written then.
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
+	defer cancel()
+	data := cmd.Encode()
+	for {
+		var (
+			res *fsm.Result
+			err error
+		)
+		if n.raft.State() == raft.Leader {
+			res, _, err = n.applyHere(ctx, data)
+		} else {
+			res, err = n.applyAtLeader(ctx, data)
+		}
+		if !errors.Is(err, ErrNotLeader) && !errors.Is(err, ErrNoLeader) {
+			return res, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-n.stopCh:
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// applyHere commits data through this node's Raft, as leader, and returns
+// the FSM's result and the entry's index.
+func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
 	if n.raft.State() != raft.Leader {
-		return nil, ErrNotLeader
+		return nil, 0, ErrNotLeader
 	}
 	timeout := n.cfg.WriteTimeout
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
 		timeout = time.Until(d)
 	}
-	f := n.raft.Apply(cmd.Encode(), timeout)
+	f := n.raft.Apply(data, timeout)
 	if err := n.wait(ctx, f); err != nil {
 		switch {
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
-			return nil, ErrNotLeader
+			return nil, 0, ErrNotLeader
 		case errors.Is(err, raft.ErrEnqueueTimeout):
-			return nil, ErrTimeout
+			return nil, 0, ErrTimeout
 		case errors.Is(err, ErrUnknownOutcome):
-			return nil, err
+			return nil, 0, err
 		default:
 			// ErrLeadershipLost, ErrRaftShutdown: it may still commit.
-			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+			return nil, 0, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
 	res, ok := f.Response().(*fsm.Result)
 	if !ok {
-		return nil, fmt.Errorf("unexpected apply response %T", f.Response())
+		return nil, 0, fmt.Errorf("unexpected apply response %T", f.Response())
+	}
+	return res, f.Index(), nil
+}
+
+// applyAtLeader has the leader commit data and returns its result.
+func (n *Node) applyAtLeader(ctx context.Context, data []byte) (*fsm.Result, error) {
+	_, addr, err := n.WaitLeader(ctx)
+	if err != nil {
+		return nil, ErrNoLeader
+	}
+	if addr == string(n.trans.LocalAddr()) {
+		return nil, ErrNotLeader // this node was just elected: apply here
+	}
+	idx, result, err := n.client.Apply(ctx, addr, data)
+	switch {
+	case errors.Is(err, transport.ErrNotLeader):
+		n.forwarded.WithLabelValues("not_leader").Inc()
+		return nil, ErrNotLeader
+	case errors.Is(err, transport.ErrNotApplied):
+		n.forwarded.WithLabelValues("not_applied").Inc()
+		return nil, ErrTimeout
+	case errors.Is(err, transport.ErrUnknownOutcome):
+		n.forwarded.WithLabelValues("unknown").Inc()
+		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+	case err != nil:
+		// The leader could not be reached: nothing was sent.
+		n.forwarded.WithLabelValues("unreachable").Inc()
+		n.logger.Debug("send command to leader failed", "leader", addr, "error", err)
+		return nil, ErrNoLeader
+	}
+	n.forwarded.WithLabelValues("committed").Inc()
+	res, err := n.fsm.DecodeResult(result)
+	if err != nil {
+		return nil, fmt.Errorf("%w: committed at index %d: %v", ErrUnknownOutcome, idx, err)
 	}
 	return res, nil
 }
@@ -345,7 +417,7 @@ func (n *Node) EnsureCurrent(ctx context.Context) error {
 	if n.termReady.Load() == t {
 		return nil
 	}
-	if _, err := n.Apply(ctx, &fsm.Command{Type: fsm.CmdNoop}); err != nil {
+	if _, _, err := n.applyHere(ctx, (&fsm.Command{Type: fsm.CmdNoop}).Encode()); err != nil {
 		if errors.Is(err, ErrUnknownOutcome) {
 			return ErrNotLeader
 		}
@@ -474,6 +546,24 @@ func (h rpcHandler) ForwardHTTP(ctx context.Context, req *transport.HTTPRequest)
 		return &transport.HTTPResponse{Status: 503, Body: []byte("node is starting")}
 	}
 	return (*f)(ctx, req)
+}
+
+// Apply is answered by the leader only, and the command is not sent on.
+func (h rpcHandler) Apply(ctx context.Context, data []byte) (uint64, []byte, error) {
+	res, idx, err := h.n.applyHere(ctx, data)
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return 0, nil, transport.ErrNotLeader
+	case errors.Is(err, ErrTimeout):
+		return 0, nil, transport.ErrNotApplied
+	case err != nil:
+		return 0, nil, err
+	}
+	result, err := fsm.EncodeResult(res)
+	if err != nil {
+		return 0, nil, fmt.Errorf("committed at index %d: %w", idx, err)
+	}
+	return idx, result, nil
 }
 
 // ReadIndex is answered by the leader only; a follower never asks another

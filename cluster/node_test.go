@@ -103,10 +103,26 @@ func TestApplyOnLeaderAndFollower(t *testing.T) {
 		t.Errorf("update RV %d, want log index %d (> %d)", updRV, leader.raft.LastIndex(), createRV)
 	}
 
-	for _, f := range c.followers(l) {
+	// A follower has the leader commit its command and returns the
+	// leader's result.
+	for i, f := range c.followers(l) {
 		n := c.node(f)
-		if _, err := n.Apply(opCtx(t), createCmd(t, "b", "h1")); !errors.Is(err, ErrNotLeader) {
-			t.Errorf("apply on follower n%d: %v, want ErrNotLeader", f+1, err)
+		res, err := n.Apply(opCtx(t), createCmd(t, "b", "h1"))
+		if err != nil {
+			t.Fatalf("apply on follower n%d: %v", f+1, err)
+		}
+		if i == 0 {
+			if res.Err != nil || res.Object == nil {
+				t.Fatalf("create through follower n%d: %+v", f+1, res)
+			}
+			if h, rv := holderOf(leader, "b"); h != "h1" || rv != res.Object.RV {
+				t.Errorf("leader after a create through n%d: holder %q rv %d, want h1 at %d", f+1, h, rv, res.Object.RV)
+			}
+			if res.Object.Obj.(*coordinationv1.Lease).Spec.HolderIdentity == nil || res.Object.RV != leader.raft.LastIndex() {
+				t.Errorf("create through n%d: result %+v, want the Lease at the leader's last index %d", f+1, res.Object, leader.raft.LastIndex())
+			}
+		} else if state.Code(res.Err) != state.AlreadyExists {
+			t.Errorf("second create through follower n%d: %+v, want AlreadyExists", f+1, res)
 		}
 		// The RV is the same index on every node.
 		if err := n.LinearizableRead(opCtx(t)); err != nil {
@@ -114,9 +130,6 @@ func TestApplyOnLeaderAndFollower(t *testing.T) {
 		}
 		if h, rv := holderOf(n, "a"); h != "h2" || rv != updRV {
 			t.Errorf("n%d: holder %q rv %d, want h2 at %d", f+1, h, rv, updRV)
-		}
-		if _, rv := holderOf(n, "b"); rv != 0 {
-			t.Errorf("n%d: a refused follower write shows up in the state", f+1)
 		}
 	}
 }

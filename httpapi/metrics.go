@@ -19,7 +19,6 @@ type metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	longrunning *prometheus.GaugeVec
-	forwarded   *prometheus.CounterVec
 	watchExpiry prometheus.Counter
 }
 
@@ -38,16 +37,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "apiserver_longrunning_requests",
 			Help: "Gauge of all active long-running apiserver requests (watches) broken out by verb, group, version and resource.",
 		}, []string{"verb", "group", "version", "resource"}),
-		forwarded: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "leasehold_forwarded_writes_total",
-			Help: "Writes this node forwarded to the leader, by the leader's HTTP response code (0: no answer).",
-		}, []string{"code"}),
 		watchExpiry: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "leasehold_watch_expired_total",
 			Help: "Watches ended with 410 Expired because the event history no longer held what they had not read (slow or stale watchers).",
 		}),
 	}
-	reg.MustRegister(m.requests, m.duration, m.longrunning, m.forwarded, m.watchExpiry)
+	reg.MustRegister(m.requests, m.duration, m.longrunning, m.watchExpiry)
 	return m
 }
 

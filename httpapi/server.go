@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -146,9 +145,9 @@ func (s *Server) namespacedCollection(w http.ResponseWriter, req *http.Request) 
 	case http.MethodGet:
 		s.list(w, req, res, ns)
 	case http.MethodPost:
-		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.create(w, req, res, ns) })(w, req)
+		s.create(w, req, res, ns)
 	case http.MethodDelete:
-		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.deleteCollection(w, req, res, ns) })(w, req)
+		s.deleteCollection(w, req, res, ns)
 	default:
 		notAllowed(w, "GET", "POST", "DELETE")
 		s.writeError(w, req, methodNotAllowed())
@@ -178,11 +177,11 @@ func (s *Server) item(w http.ResponseWriter, req *http.Request) {
 	case http.MethodGet:
 		s.get(w, req, res, ns, name)
 	case http.MethodPut:
-		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.update(w, req, res, ns, name) })(w, req)
+		s.update(w, req, res, ns, name)
 	case http.MethodPatch:
-		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.patch(w, req, res, ns, name) })(w, req)
+		s.patch(w, req, res, ns, name)
 	case http.MethodDelete:
-		s.leaderOnly(func(w http.ResponseWriter, req *http.Request) { s.delete(w, req, res, ns, name) })(w, req)
+		s.delete(w, req, res, ns, name)
 	default:
 		notAllowed(w, "GET", "PUT", "PATCH", "DELETE")
 		s.writeError(w, req, methodNotAllowed())
@@ -239,7 +238,6 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 					time.Sleep(20 * time.Millisecond)
 					continue
 				}
-				s.metrics.forwarded.WithLabelValues("0").Inc()
 				s.writeError(w, req, registry.ClusterError(err))
 				return
 			}
@@ -248,7 +246,6 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 				continue
 			}
 			resp.Header.Del(notLeaderHeader)
-			s.metrics.forwarded.WithLabelValues(strconv.Itoa(resp.Status)).Inc()
 			for k, v := range resp.Header {
 				w.Header()[k] = v
 			}

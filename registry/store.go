@@ -49,16 +49,21 @@ type Store struct {
 	// ReadTimeout bounds how long a linearizable read waits for the cluster
 	// (a leader, a quorum) before it fails with 504.
 	ReadTimeout time.Duration
+	// WriteTimeout bounds how long a write on a node that does not lead
+	// waits for a current state to decide from before it fails with 503
+	// (nothing written).
+	WriteTimeout time.Duration
 }
 
 // New returns a Store over c.
 func New(c Cluster) *Store {
 	return &Store{
-		cluster:     c,
-		Now:         time.Now,
-		NewUID:      func() types.UID { return types.UID(uuid.NewString()) },
-		RVWait:      3 * time.Second,
-		ReadTimeout: 10 * time.Second,
+		cluster:      c,
+		Now:          time.Now,
+		NewUID:       func() types.UID { return types.UID(uuid.NewString()) },
+		RVWait:       3 * time.Second,
+		ReadTimeout:  10 * time.Second,
+		WriteTimeout: 5 * time.Second,
 	}
 }
 
@@ -341,11 +346,19 @@ func generateName(prefix string) string {
 	return prefix + string(b)
 }
 
-// current reads the object under k on the leader, after making sure the
-// leader's state holds every write acknowledged before this term.
+// current reads the object under k from a state that holds every write
+// acknowledged before the call: the leader's once it has applied an entry
+// of its own term, another node's after a read index.
 func (s *Store) current(ctx context.Context, k state.Key) (*state.Object, error) {
 	if err := s.cluster.EnsureCurrent(ctx); err != nil {
-		return nil, ClusterError(err)
+		if !errors.Is(err, cluster.ErrNotLeader) {
+			return nil, ClusterError(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.WriteTimeout)
+		defer cancel()
+		if err := s.cluster.LinearizableRead(rctx); err != nil {
+			return nil, NotLeader("the cluster has no leader at the moment, please retry")
+		}
 	}
 	return s.cluster.State().Snapshot().Get(k), nil
 }
@@ -379,19 +392,37 @@ func preconditionFailed(r *Resource, k state.Key, what, want, have string) error
 
 // Update replaces an object (PUT). A missing object is created, as the
 // Lease strategy allows; an existing one needs a resourceVersion.
+//
+// The first attempt decides from this node's state as it is, with no round
+// trip (a Lease renewal is the busiest write there is): the command it
+// commits carries the version it was decided from, and the FSM refuses it
+// if that is not the stored version at the command's place in the log, so
+// a commit means the decision was made from the current object. Any other
+// outcome of the first attempt is decided again from a current state.
 func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Object, o WriteOptions) (runtime.Object, bool, error) {
 	k := key(r, ns, name)
 	confirmed := false
 	for attempt := 0; attempt < 5; attempt++ {
-		cur, err := s.current(ctx, k)
-		if err != nil {
-			return nil, false, err
+		optimistic := attempt == 0 && !o.DryRun
+		var cur *state.Object
+		if optimistic {
+			cur = s.cluster.State().Snapshot().Get(k)
+		} else {
+			var err error
+			if cur, err = s.current(ctx, k); err != nil {
+				return nil, false, err
+			}
 		}
 		if cur == nil {
+			if optimistic {
+				continue // perhaps not applied here yet: look again in a current state
+			}
 			// Created by an update: the body's resourceVersion is ignored
-			// (it is no create precondition, as in kube-apiserver).
-			obj.SetResourceVersion("")
-			out, err := s.Create(ctx, r, obj, o)
+			// (it is no create precondition, as in kube-apiserver). Create
+			// fills in the copy; the body stays as sent for a retry.
+			create := obj.DeepCopyObject().(Object)
+			create.SetResourceVersion("")
+			out, err := s.Create(ctx, r, create, o)
 			if apierrors.IsAlreadyExists(err) {
 				continue // created meanwhile: update it instead
 			}
@@ -423,10 +454,27 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Ob
 			confirmed = true
 			continue
 		}
-		out, err := s.replace(ctx, r, cur, obj, o)
+		// The object is modified in place: keep the client's for a retry.
+		in := obj
+		if optimistic {
+			obj = obj.DeepCopyObject().(Object)
+		}
+		next, data, err := s.prepareReplace(r, cur, obj, o)
+		if err != nil {
+			if optimistic {
+				obj = in
+				continue // refused from a state that may be old: decide again
+			}
+			return nil, false, err
+		}
+		if data == nil {
+			return next, false, nil // dry run
+		}
+		out, err := s.commitReplace(ctx, r, cur, data)
 		if apierrors.IsNotFound(err) {
 			// Deleted meanwhile: the update creates it, as
 			// kube-apiserver's retry would.
+			obj = in
 			continue
 		}
 		return out, false, err
@@ -455,9 +503,19 @@ func (s *Store) linearizableRead(ctx context.Context) error {
 // update is validated, and the FSM applies it only if cur is still the
 // stored version.
 func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj Object, o WriteOptions) (runtime.Object, error) {
+	next, data, err := s.prepareReplace(r, cur, obj, o)
+	if err != nil || data == nil {
+		return next, err
+	}
+	return s.commitReplace(ctx, r, cur, data)
+}
+
+// prepareReplace builds and validates the object replacing cur, and
+// returns it with its stored encoding (nil for a dry run).
+func (s *Store) prepareReplace(r *Resource, cur *state.Object, obj Object, o WriteOptions) (Object, []byte, error) {
 	old, err := served(r, cur.Obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r.sanitize(obj)
 	obj.SetUID(old.GetUID())
@@ -469,19 +527,25 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 	obj.SetResourceVersion(old.GetResourceVersion())
 	if !o.applied {
 		if obj, err = r.manage(old, obj, o.Manager); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if errs := r.ValidateUpdate(obj, old); len(errs) > 0 {
-		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+		return nil, nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
 	if o.DryRun {
-		return obj, nil
+		return obj, nil, nil
 	}
 	data, err := storedBytes(r, obj, cur.Obj)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	return obj, data, nil
+}
+
+// commitReplace has the FSM store data over cur if cur is still the stored
+// version.
+func (s *Store) commitReplace(ctx context.Context, r *Resource, cur *state.Object, data []byte) (runtime.Object, error) {
 	res, err := s.cluster.Apply(ctx, &fsm.Command{Type: fsm.CmdUpdate, Resource: r.Name, Object: data, ExpectRV: cur.RV})
 	if err != nil {
 		return nil, ClusterError(err)

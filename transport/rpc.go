@@ -41,29 +41,42 @@ type Handler interface {
 	// ReadIndex returns an index such that once the caller has applied it,
 	// its state reflects every write acknowledged before the call.
 	ReadIndex(ctx context.Context) (uint64, error)
+	// Apply commits an encoded log command and returns its index and its
+	// encoded result. It returns ErrNotLeader or ErrNotApplied when nothing
+	// was written; any other error leaves the outcome unknown.
+	Apply(ctx context.Context, cmd []byte) (uint64, []byte, error)
 }
 
-// ErrNotLeader is returned by ReadIndex on a node that is not the leader.
+// ErrNotLeader is returned by ReadIndex and Apply on a node that is not the
+// leader.
 var ErrNotLeader = errors.New("not the leader")
+
+// ErrNotApplied is returned by Apply when the command was not written (the
+// leader's queue did not take it in time).
+var ErrNotApplied = errors.New("command not written")
 
 const (
 	rpcForward   = 1
 	rpcReadIndex = 2
+	rpcApply     = 3
 )
 
 type rpcRequest struct {
 	Kind    uint8
 	Forward *HTTPRequest
+	Command []byte
 	// Timeout is the caller's remaining budget, so the server gives up when
 	// the caller will.
 	Timeout time.Duration
 }
 
 type rpcResponse struct {
-	Forward   *HTTPResponse
-	Index     uint64
-	NotLeader bool
-	Err       string
+	Forward    *HTTPResponse
+	Index      uint64
+	Result     []byte
+	NotLeader  bool
+	NotApplied bool
+	Err        string
 }
 
 func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
@@ -98,6 +111,17 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 			if errors.Is(err, ErrNotLeader) {
 				resp.NotLeader = true
 			} else if err != nil {
+				resp.Err = err.Error()
+			}
+		case rpcApply:
+			idx, result, err := h.Apply(ctx, req.Command)
+			resp.Index, resp.Result = idx, result
+			switch {
+			case errors.Is(err, ErrNotLeader):
+				resp.NotLeader = true
+			case errors.Is(err, ErrNotApplied):
+				resp.NotApplied = true
+			case err != nil:
 				resp.Err = err.Error()
 			}
 		default:
@@ -169,6 +193,25 @@ func (cl *Client) ReadIndex(ctx context.Context, addr string) (uint64, error) {
 		return 0, errors.New(resp.Err)
 	}
 	return resp.Index, nil
+}
+
+// Apply has the leader at addr commit an encoded log command and returns
+// its index and encoded result. ErrNotLeader and ErrNotApplied mean nothing was written, as
+// does an error from reaching the peer; an error wrapping
+// ErrUnknownOutcome means the command may have been committed.
+func (cl *Client) Apply(ctx context.Context, addr string, cmd []byte) (uint64, []byte, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcApply, Command: cmd})
+	switch {
+	case err != nil:
+		return 0, nil, err
+	case resp.NotLeader:
+		return 0, nil, ErrNotLeader
+	case resp.NotApplied:
+		return 0, nil, ErrNotApplied
+	case resp.Err != "":
+		return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, resp.Err)
+	}
+	return resp.Index, resp.Result, nil
 }
 
 func (cl *Client) call(ctx context.Context, addr string, req *rpcRequest) (*rpcResponse, error) {

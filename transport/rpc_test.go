@@ -21,6 +21,15 @@ import (
 type fakeHandler struct {
 	forward   func(ctx context.Context, req *HTTPRequest) *HTTPResponse
 	readIndex func(ctx context.Context) (uint64, error)
+	apply     func(ctx context.Context, cmd []byte) (uint64, error)
+}
+
+func (h *fakeHandler) Apply(ctx context.Context, cmd []byte) (uint64, []byte, error) {
+	idx, err := h.apply(ctx, cmd)
+	if err != nil {
+		return 0, nil, err
+	}
+	return idx, append([]byte("result of "), cmd...), nil
 }
 
 func (h *fakeHandler) ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPResponse {
@@ -174,6 +183,48 @@ func TestReadIndexRoundTrip(t *testing.T) {
 	// Answers that are errors keep the connection.
 	if n := cl.idleCount(addr); n != 1 {
 		t.Errorf("%d pooled connections, want 1", n)
+	}
+}
+
+func TestApplyRoundTrip(t *testing.T) {
+	var answer atomic.Pointer[error]
+	var got atomic.Pointer[[]byte]
+	h := &fakeHandler{apply: func(ctx context.Context, cmd []byte) (uint64, error) {
+		got.Store(&cmd)
+		if err := answer.Load(); err != nil && *err != nil {
+			return 0, *err
+		}
+		return 99, nil
+	}}
+	set := func(err error) { answer.Store(&err) }
+	srv, _ := newServer(t, "127.0.0.1:0", h)
+	cl := newClient(t)
+	addr := srv.Addr().String()
+
+	set(nil)
+	if idx, res, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); err != nil || idx != 99 || string(res) != "result of cmd" {
+		t.Fatalf("Apply = %d, %q, %v; want 99 and the handler's result", idx, res, err)
+	}
+	if p := got.Load(); p == nil || string(*p) != "cmd" {
+		t.Errorf("handler got command %q, want %q", *p, "cmd")
+	}
+	// Nothing written: the caller may send it elsewhere.
+	for _, want := range []error{ErrNotLeader, ErrNotApplied} {
+		set(want)
+		if _, _, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); !errors.Is(err, want) || errors.Is(err, ErrUnknownOutcome) {
+			t.Errorf("Apply refused with %v: got %v", want, err)
+		}
+	}
+	// Anything else the leader reports leaves the outcome unknown.
+	set(errors.New("leadership lost while committing"))
+	if _, _, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); !errors.Is(err, ErrUnknownOutcome) || !strings.Contains(err.Error(), "leadership lost") {
+		t.Errorf("Apply failing on the leader: %v, want ErrUnknownOutcome with its message", err)
+	}
+	// An unreachable peer got nothing.
+	srv.Close()
+	cl.Close()
+	if _, _, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); err == nil || errors.Is(err, ErrUnknownOutcome) {
+		t.Errorf("Apply to a closed peer: %v, want an error that is not an unknown outcome", err)
 	}
 }
 

@@ -104,6 +104,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 	}
 
 	store := registry.New(node)
+	store.WriteTimeout = cfg.WriteTimeout
 	// The coordinated leader election controller acts only while this node
 	// is the Raft leader; it writes through the store like any client.
 	elections := election.New(election.Config{

@@ -1,0 +1,131 @@
+package fsm
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// A Result travels from the leader to the node that sent it the command,
+// in the layout of a command's payload: a uvarint field count, then per
+// field a uvarint tag and a uvarint-length-prefixed value.
+const (
+	resTagCode      = 1 // state.ErrorCode of a refusal
+	resTagResource  = 2 // the object's, or the refusal's key
+	resTagNamespace = 3
+	resTagName      = 4
+	resTagRV        = 5 // the object's, or the stored object's in a refusal
+	resTagUID       = 6 // a refusal's stored uid
+	resTagObject    = 7 // the object's stored encoding (resourceVersion unset)
+)
+
+// EncodeResult returns res as the leader sends it back.
+func EncodeResult(res *Result) ([]byte, error) {
+	var b []byte
+	n := 0
+	str := func(tag uint64, v string) {
+		if v != "" {
+			b = binary.AppendUvarint(b, tag)
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+			n++
+		}
+	}
+	num := func(tag, v uint64) {
+		if v != 0 {
+			b = binary.AppendUvarint(b, tag)
+			b = binary.AppendUvarint(b, uint64(uvarintLen(v)))
+			b = binary.AppendUvarint(b, v)
+			n++
+		}
+	}
+	if se, ok := res.Err.(*state.Error); ok {
+		num(resTagCode, uint64(se.Code))
+		str(resTagResource, se.Key.Resource)
+		str(resTagNamespace, se.Key.Namespace)
+		str(resTagName, se.Key.Name)
+		num(resTagRV, se.RV)
+		str(resTagUID, se.UID)
+	} else if res.Err != nil {
+		return nil, fmt.Errorf("result error %T is not a state error", res.Err)
+	}
+	if o := res.Object; o != nil {
+		data, err := storedData(o)
+		if err != nil {
+			return nil, err
+		}
+		str(resTagResource, o.Key.Resource)
+		num(resTagRV, o.RV)
+		str(resTagObject, string(data))
+	}
+	return append(binary.AppendUvarint(nil, uint64(n)), b...), nil
+}
+
+// DecodeResult is EncodeResult's inverse. The object is decoded afresh:
+// it is not the one this node stores.
+func (f *FSM) DecodeResult(data []byte) (*Result, error) {
+	var (
+		code              uint64
+		key               state.Key
+		rv                uint64
+		uid               string
+		object            []byte
+		resource, objResc string
+	)
+	r := reader{b: data}
+	n := r.uvarint()
+	for i := uint64(0); i < n && r.err == nil; i++ {
+		switch tag := r.uvarint(); tag {
+		case resTagCode, resTagRV:
+			inner := reader{b: r.bytes()}
+			v := inner.uvarint()
+			if inner.err != nil && r.err == nil {
+				r.err = inner.err
+			}
+			if tag == resTagCode {
+				code = v
+			} else {
+				rv = v
+			}
+		case resTagResource:
+			resource = string(r.bytes())
+		case resTagNamespace:
+			key.Namespace = string(r.bytes())
+		case resTagName:
+			key.Name = string(r.bytes())
+		case resTagUID:
+			uid = string(r.bytes())
+		case resTagObject:
+			object = r.bytes()
+			objResc = resource
+		default:
+			r.bytes()
+		}
+	}
+	if r.err != nil {
+		return nil, fmt.Errorf("decode result: %w", r.err)
+	}
+	res := &Result{}
+	if code != 0 {
+		key.Resource = resource
+		res.Err = &state.Error{Code: state.ErrorCode(code), Key: key, RV: rv, UID: uid}
+	}
+	if object != nil {
+		newObj, ok := f.types[objResc]
+		if !ok {
+			return nil, fmt.Errorf("decode result: unknown resource %q", objResc)
+		}
+		o := newObj()
+		if err := o.Unmarshal(object); err != nil {
+			return nil, fmt.Errorf("decode result %s: %w", objResc, err)
+		}
+		o.SetResourceVersion(strconv.FormatUint(rv, 10))
+		res.Object = &state.Object{
+			Key: state.Key{Resource: objResc, Namespace: o.GetNamespace(), Name: o.GetName()},
+			RV:  rv, UID: string(o.GetUID()), Obj: o,
+		}
+	}
+	return res, nil
+}
