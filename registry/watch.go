@@ -43,7 +43,9 @@ type Watcher struct {
 	pos     uint64 // every event with RV <= pos has been read
 	gen     uint64
 	pending []Event
-	timer   *time.Timer // NextWithin's, reused
+	timer   *time.Timer   // NextWithin's, reused
+	since   []state.Event // NextWithin's buffers, reused
+	out     []Event
 }
 
 // Event is a watch event. Stored is the stored object it carries when the
@@ -124,7 +126,8 @@ func tooOld(rv, oldest uint64) error {
 }
 
 // Next returns the next events, waiting until there are some or ctx ends
-// (then it returns no events and no error). An error (410 Expired) ends the
+// (then it returns no events and no error). The events are the caller's
+// until the next call. An error (410 Expired) ends the
 // watch: the history no longer holds what the watcher has not read, or a
 // snapshot install replaced the state.
 func (w *Watcher) Next(ctx context.Context) ([]Event, error) { return w.NextWithin(ctx, 0) }
@@ -151,14 +154,15 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 	st := w.store.cluster.State()
 	for {
 		changed := st.Changed()
-		since := st.EventsSince(w.pos)
+		since := st.AppendEventsSince(w.since[:0], w.pos)
+		w.since = since.Events
 		if since.Generation != w.gen {
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the node's state was replaced by a snapshot", w.pos, since.Applied))
 		}
 		if since.Expired {
 			return nil, tooOld(w.pos, since.Oldest)
 		}
-		var out []Event
+		out := w.out[:0]
 		for _, e := range since.Events {
 			if e.Object.Key.Resource != w.r.Name || (w.ns != "" && e.Object.Key.Namespace != w.ns) {
 				continue
@@ -171,6 +175,8 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 				out = append(out, ev)
 			}
 		}
+		clear(w.since) // let go of the objects until the next call
+		w.out = out
 		if since.Applied > w.pos {
 			w.pos = since.Applied
 		}

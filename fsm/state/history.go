@@ -1,6 +1,9 @@
 package state
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // EventType is the kind of change an event records.
 type EventType string
@@ -86,7 +89,10 @@ func (h *History) all() []Event {
 }
 
 // since returns the events with RV > rv, oldest first.
-func (h *History) since(rv uint64) []Event {
+func (h *History) since(rv uint64) []Event { return h.appendSince(nil, rv) }
+
+// appendSince appends the events with RV > rv to dst.
+func (h *History) appendSince(dst []Event, rv uint64) []Event {
 	lo, hi := 0, h.n
 	for lo < hi {
 		m := (lo + hi) / 2
@@ -96,11 +102,11 @@ func (h *History) since(rv uint64) []Event {
 			hi = m
 		}
 	}
-	out := make([]Event, h.n-lo)
-	for i := range out {
-		out[i] = h.at(lo + i)
+	dst = slices.Grow(dst, h.n-lo)
+	for i := lo; i < h.n; i++ {
+		dst = append(dst, h.at(i))
 	}
-	return out
+	return dst
 }
 
 // Since is the answer of EventsSince.
@@ -119,7 +125,11 @@ type Since struct {
 }
 
 // EventsSince returns the events with RV > rv up to the applied index.
-func (s *Store) EventsSince(rv uint64) Since {
+func (s *Store) EventsSince(rv uint64) Since { return s.AppendEventsSince(nil, rv) }
+
+// AppendEventsSince is EventsSince with the events appended to dst, for a
+// reader that reuses one buffer (a watcher, many times a second).
+func (s *Store) AppendEventsSince(dst []Event, rv uint64) Since {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := Since{Applied: s.applied, Oldest: s.history.dropped, Generation: s.generation}
@@ -127,7 +137,7 @@ func (s *Store) EventsSince(rv uint64) Since {
 		out.Expired = true
 		return out
 	}
-	out.Events = s.history.since(rv)
+	out.Events = s.history.appendSince(dst, rv)
 	return out
 }
 
