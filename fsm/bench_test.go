@@ -94,3 +94,28 @@ func BenchmarkApplyRenewal100k(b *testing.B) {
 	}
 	flush()
 }
+
+// BenchmarkPersist100k writes a snapshot of 100,000 Leases whose history
+// holds their creations: what every node does every snapshot interval
+// under steady writes.
+func BenchmarkPersist100k(b *testing.B) {
+	f := newFSM(state.DefaultConfig())
+	const n = 100000
+	logs := make([]*raft.Log, 0, 1000)
+	for i := range n {
+		name := fmt.Sprintf("lease-%06d", i)
+		logs = append(logs, cmdLog(uint64(i+1), &Command{Type: CmdCreate, Resource: "leases",
+			Object: managedLeaseBytes(b, "leasebench", name, "uid-"+name, fixedTime.Add(time.Duration(i/1000)*time.Second))}))
+		if len(logs) == cap(logs) {
+			f.ApplyBatch(logs)
+			logs = logs[:0]
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	var size int
+	for range b.N {
+		size = len(persist(b, f))
+	}
+	b.ReportMetric(float64(size)/(1<<20), "MiB")
+}
