@@ -123,6 +123,15 @@ node_pid() {
 	echo "$pid"
 }
 
+# exited PID: the process is gone, or a zombie whose files (its listening
+# sockets) are closed. A dying process loses its command line (node_pid
+# stops finding it) a moment before it closes its files.
+exited() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
+	[[ ${stat##*) } == Z* ]]
+}
+
 port_in_use() { # connect test with bash's /dev/tcp
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
@@ -331,10 +340,10 @@ cmd_kill() {
 	pid=$(node_pid "$n") || die "$n is not running"
 	kill -KILL "$pid"
 	for ((i = 0; i < 50; i++)); do
-		node_pid "$n" >/dev/null || break
+		exited "$pid" && break
 		sleep 0.1
 	done
-	node_pid "$n" >/dev/null && die "$n (pid $pid) still alive after SIGKILL"
+	exited "$pid" || die "$n (pid $pid) still alive after SIGKILL"
 	rm -f "$(pid_file "$n")"
 	say "killed $n (pid $pid)"
 }
@@ -342,10 +351,12 @@ cmd_kill() {
 # stop_nodes NAME...: SIGTERM, wait up to STOP_TIMEOUT, then SIGKILL what is left
 stop_nodes() {
 	local n pid running=() left deadline=$((SECONDS + STOP_TIMEOUT))
+	local -A pids=()
 	for n in "$@"; do
 		if pid=$(node_pid "$n"); then
 			kill -TERM "$pid" 2>/dev/null || true
 			running+=("$n")
+			pids[$n]=$pid
 		else
 			rm -f "$(pid_file "$n")"
 		fi
@@ -355,7 +366,8 @@ stop_nodes() {
 	while :; do
 		left=()
 		for n in "${running[@]}"; do
-			node_pid "$n" >/dev/null && left+=("$n")
+			pid=$(node_pid "$n") && left+=("$n") && continue
+			exited "${pids[$n]}" || left+=("$n")
 		done
 		((${#left[@]} > 0)) || break
 		if ((SECONDS >= deadline)); then
