@@ -14,21 +14,27 @@ import (
 // The benchmarks run over 100,000 Leases, the scale of the memory target
 // (scripts/bench.sh ends with the same scale on a live cluster).
 
-// BenchmarkRestore100k restores a snapshot of 100,000 Leases (each created
-// once, so the history holds their creations), as a restarted node does.
-func BenchmarkRestore100k(b *testing.B) {
-	src := newFSM(state.DefaultConfig())
-	const n = 100000
+// created is an FSM in which n Leases were created, a thousand per batch.
+func created(b *testing.B, n int) *FSM {
+	f := newFSM(state.DefaultConfig())
 	logs := make([]*raft.Log, 0, 1000)
 	for i := range n {
 		name := fmt.Sprintf("lease-%06d", i)
 		logs = append(logs, cmdLog(uint64(i+1), &Command{Type: CmdCreate, Resource: "leases",
 			Object: managedLeaseBytes(b, "leasebench", name, "uid-"+name, fixedTime.Add(time.Duration(i/1000)*time.Second))}))
 		if len(logs) == cap(logs) {
-			src.ApplyBatch(logs)
+			f.ApplyBatch(logs)
 			logs = logs[:0]
 		}
 	}
+	return f
+}
+
+// BenchmarkRestore100k restores a snapshot of 100,000 Leases (each created
+// once, so the history holds their creations), as a restarted node does.
+func BenchmarkRestore100k(b *testing.B) {
+	const n = 100000
+	src := created(b, n)
 	data := persist(b, src)
 	src = nil
 	b.ReportAllocs()
@@ -99,18 +105,7 @@ func BenchmarkApplyRenewal100k(b *testing.B) {
 // holds their creations: what every node does every snapshot interval
 // under steady writes.
 func BenchmarkPersist100k(b *testing.B) {
-	f := newFSM(state.DefaultConfig())
-	const n = 100000
-	logs := make([]*raft.Log, 0, 1000)
-	for i := range n {
-		name := fmt.Sprintf("lease-%06d", i)
-		logs = append(logs, cmdLog(uint64(i+1), &Command{Type: CmdCreate, Resource: "leases",
-			Object: managedLeaseBytes(b, "leasebench", name, "uid-"+name, fixedTime.Add(time.Duration(i/1000)*time.Second))}))
-		if len(logs) == cap(logs) {
-			f.ApplyBatch(logs)
-			logs = logs[:0]
-		}
-	}
+	f := created(b, 100000)
 	b.ReportAllocs()
 	b.ResetTimer()
 	var size int

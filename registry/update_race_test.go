@@ -18,18 +18,18 @@ import (
 	"github.com/leasehold/leasehold/registry"
 )
 
-// deleteBeforeUpdate deletes the object an update is about to replace
-// just before the update reaches the log, once: the race the chaos suite
-// found, made certain.
-type deleteBeforeUpdate struct {
+// before runs a write of its own just before the first command of a type
+// reaches the log: a race made certain.
+type before struct {
 	registry.Cluster
-	once   sync.Once
-	delete func(ctx context.Context)
+	typ   fsm.CommandType
+	once  sync.Once
+	write func(ctx context.Context)
 }
 
-func (c *deleteBeforeUpdate) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
-	if cmd.Type == fsm.CmdUpdate {
-		c.once.Do(func() { c.delete(ctx) })
+func (c *before) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	if cmd.Type == c.typ {
+		c.once.Do(func() { c.write(ctx) })
 	}
 	return c.Cluster.Apply(ctx, cmd)
 }
@@ -47,7 +47,9 @@ func TestUpdateOfObjectDeletedMeanwhileCreatesIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	racing := registry.New(&deleteBeforeUpdate{Cluster: node, delete: func(ctx context.Context) {
+	// The Lease is deleted just before the update reaches the log: the race
+	// the chaos suite found.
+	racing := registry.New(&before{Cluster: node, typ: fsm.CmdUpdate, write: func(ctx context.Context) {
 		if _, err := plain.Delete(ctx, registry.Leases, "ns", "l", registry.DeleteOptions{}); err != nil {
 			t.Errorf("delete: %v", err)
 		}
@@ -163,21 +165,6 @@ func TestUpdateDecidedFromOldState(t *testing.T) {
 	}
 }
 
-// createBeforeCreate creates the object itself just before the store's
-// own create reaches the log, once.
-type createBeforeCreate struct {
-	registry.Cluster
-	once   sync.Once
-	create func(ctx context.Context)
-}
-
-func (c *createBeforeCreate) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
-	if cmd.Type == fsm.CmdCreate {
-		c.once.Do(func() { c.create(ctx) })
-	}
-	return c.Cluster.Apply(ctx, cmd)
-}
-
 // A PUT of a missing Lease that someone else creates meanwhile is an
 // update of theirs: with the body's old resourceVersion, a 409, and the
 // body is still the client's (no uid or resourceVersion of a create left
@@ -187,7 +174,7 @@ func TestUpdateOfObjectCreatedMeanwhile(t *testing.T) {
 	node := c.Nodes[c.Leader()].Raft()
 	plain := registry.New(node)
 	ctx := wtCtx(t)
-	racing := registry.New(&createBeforeCreate{Cluster: node, create: func(ctx context.Context) {
+	racing := registry.New(&before{Cluster: node, typ: fsm.CmdCreate, write: func(ctx context.Context) {
 		if _, err := plain.Create(ctx, registry.Leases, wtNewLease("ns", "l", "theirs", ""), registry.WriteOptions{}); err != nil {
 			t.Errorf("create: %v", err)
 		}

@@ -180,19 +180,19 @@ func readProtobufEvents(br *bufio.Reader, record func(time.Time)) error {
 	}
 }
 
-// protoBytes is the first length-delimited field num of message b.
-func protoBytes(b []byte, num protowire.Number) ([]byte, bool) {
+// protoField returns the value of the first field num of wire type typ in
+// message b, from its first byte on.
+func protoField(b []byte, num protowire.Number, typ protowire.Type) ([]byte, bool) {
 	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
+		n, t, l := protowire.ConsumeTag(b)
 		if l < 0 {
 			return nil, false
 		}
 		b = b[l:]
-		if n == num && typ == protowire.BytesType {
-			v, l := protowire.ConsumeBytes(b)
-			return v, l >= 0
+		if n == num && t == typ {
+			return b, true
 		}
-		l = protowire.ConsumeFieldValue(n, typ, b)
+		l = protowire.ConsumeFieldValue(n, t, b)
 		if l < 0 {
 			return nil, false
 		}
@@ -201,23 +201,22 @@ func protoBytes(b []byte, num protowire.Number) ([]byte, bool) {
 	return nil, false
 }
 
+// protoBytes is the first length-delimited field num of message b.
+func protoBytes(b []byte, num protowire.Number) ([]byte, bool) {
+	b, ok := protoField(b, num, protowire.BytesType)
+	if !ok {
+		return nil, false
+	}
+	v, l := protowire.ConsumeBytes(b)
+	return v, l >= 0
+}
+
 // protoVarint is the first varint field num of message b.
 func protoVarint(b []byte, num protowire.Number) (uint64, bool) {
-	for len(b) > 0 {
-		n, typ, l := protowire.ConsumeTag(b)
-		if l < 0 {
-			return 0, false
-		}
-		b = b[l:]
-		if n == num && typ == protowire.VarintType {
-			v, l := protowire.ConsumeVarint(b)
-			return v, l >= 0
-		}
-		l = protowire.ConsumeFieldValue(n, typ, b)
-		if l < 0 {
-			return 0, false
-		}
-		b = b[l:]
+	b, ok := protoField(b, num, protowire.VarintType)
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	v, l := protowire.ConsumeVarint(b)
+	return v, l >= 0
 }
