@@ -25,12 +25,15 @@ const (
 func EncodeResult(res *Result) ([]byte, error) {
 	var b []byte
 	n := 0
+	field := func(tag uint64, v []byte) {
+		b = binary.AppendUvarint(b, tag)
+		b = binary.AppendUvarint(b, uint64(len(v)))
+		b = append(b, v...)
+		n++
+	}
 	str := func(tag uint64, v string) {
 		if v != "" {
-			b = binary.AppendUvarint(b, tag)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
-			n++
+			field(tag, []byte(v))
 		}
 	}
 	num := func(tag, v uint64) {
@@ -58,7 +61,7 @@ func EncodeResult(res *Result) ([]byte, error) {
 		}
 		str(resTagResource, o.Key.Resource)
 		num(resTagRV, o.RV)
-		str(resTagObject, string(data))
+		field(resTagObject, data)
 	}
 	return append(binary.AppendUvarint(nil, uint64(n)), b...), nil
 }

@@ -154,15 +154,28 @@ func TestForwardRoundTrip(t *testing.T) {
 	}
 }
 
+// scriptedErr is the error a fake handler answers with, set by the test
+// between calls.
+type scriptedErr struct{ p atomic.Pointer[error] }
+
+func (s *scriptedErr) set(err error) { s.p.Store(&err) }
+
+func (s *scriptedErr) get() error {
+	if p := s.p.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
 func TestReadIndexRoundTrip(t *testing.T) {
-	var answer atomic.Pointer[error]
+	var answer scriptedErr
 	h := &fakeHandler{readIndex: func(ctx context.Context) (uint64, error) {
-		if err := answer.Load(); err != nil && *err != nil {
-			return 0, *err
+		if err := answer.get(); err != nil {
+			return 0, err
 		}
 		return 42, nil
 	}}
-	set := func(err error) { answer.Store(&err) }
+	set := answer.set
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	cl := newClient(t)
 	addr := srv.Addr().String()
@@ -187,16 +200,16 @@ func TestReadIndexRoundTrip(t *testing.T) {
 }
 
 func TestApplyRoundTrip(t *testing.T) {
-	var answer atomic.Pointer[error]
+	var answer scriptedErr
 	var got atomic.Pointer[[]byte]
 	h := &fakeHandler{apply: func(ctx context.Context, cmd []byte) (uint64, error) {
 		got.Store(&cmd)
-		if err := answer.Load(); err != nil && *err != nil {
-			return 0, *err
+		if err := answer.get(); err != nil {
+			return 0, err
 		}
 		return 99, nil
 	}}
-	set := func(err error) { answer.Store(&err) }
+	set := answer.set
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	cl := newClient(t)
 	addr := srv.Addr().String()
@@ -206,7 +219,7 @@ func TestApplyRoundTrip(t *testing.T) {
 		t.Fatalf("Apply = %d, %q, %v; want 99 and the handler's result", idx, res, err)
 	}
 	if p := got.Load(); p == nil || string(*p) != "cmd" {
-		t.Errorf("handler got command %q, want %q", *p, "cmd")
+		t.Errorf("handler got command %v, want %q", p, "cmd")
 	}
 	// Nothing written: the caller may send it elsewhere.
 	for _, want := range []error{ErrNotLeader, ErrNotApplied} {

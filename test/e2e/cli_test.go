@@ -256,23 +256,27 @@ func TestCLIEnvAPIAddrAndFlagWins(t *testing.T) {
 	})
 }
 
+// With no flags a node serves on the default addresses. Where one of them
+// is already taken (another node or service on this machine), the same
+// test checks it the other way: the node tries that very address, says so
+// and exits non-zero.
 func TestCLINoFlagsServesOnDefaults(t *testing.T) {
 	const api, peer = 7001, 8001
 	for _, p := range []int{api, peer} {
 		if !portFree(p) {
-			t.Skipf("port 127.0.0.1:%d is busy (another leasehold or service runs here), so the no-flag defaults (API 127.0.0.1:%d, peer 127.0.0.1:%d) cannot be tested", p, api, peer)
+			n := startSingle(t, t.TempDir(), cleanEnv())
+			expectRefusedDefault(t, n, p)
+			return
 		}
 	}
 	dir := t.TempDir()
 	n := startSingle(t, dir, cleanEnv())
 	addr := fmt.Sprintf("127.0.0.1:%d", api)
 	if !n.waitReadyOrExit(addr) {
-		// Someone (another test run, a cluster.sh cluster) may have taken
-		// the port between the check above and the node's listen.
-		if log := tailFile(n.logPath, 40); strings.Contains(log, "address already in use") {
-			t.Skipf("a default port was taken by another process while the node started, so the no-flag defaults cannot be tested:\n%s", log)
-		}
-		t.Fatalf("node with no flags exited (%s) before %s was ready", n.cmd.ProcessState, addr)
+		// Another process took a default port between the check above and
+		// the node's listen: the node must have tried it.
+		expectRefusedDefault(t, n, api, peer)
+		return
 	}
 	st, err := getStatus(addr)
 	if err != nil {
@@ -286,4 +290,25 @@ func TestCLINoFlagsServesOnDefaults(t *testing.T) {
 		t.Errorf("no data in ./data/node1 of the working directory: %v", err)
 	}
 	n.stop()
+}
+
+// expectRefusedDefault checks that n exits non-zero within 30 s because one
+// of the default ports was in use, and that its log names that address.
+func expectRefusedDefault(t *testing.T, n *singleNode, ports ...int) {
+	t.Helper()
+	select {
+	case <-n.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("node with no flags still running 30s after start although a default port (%v) is taken", ports)
+	}
+	if n.cmd.ProcessState.Success() {
+		t.Fatalf("node with no flags exited with status 0 although a default port (%v) is taken", ports)
+	}
+	log := tailFile(n.logPath, 40)
+	for _, p := range ports {
+		if strings.Contains(log, fmt.Sprintf("127.0.0.1:%d", p)) && strings.Contains(log, "address already in use") {
+			return
+		}
+	}
+	t.Fatalf("node with no flags exited (%s) without naming a taken default address %v:\n%s", n.cmd.ProcessState, ports, log)
 }
