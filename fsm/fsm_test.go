@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -1216,6 +1218,91 @@ func TestSnapshotRoundTrip(t *testing.T) {
 	}
 }
 
+// TestSnapshotWritesEachVersionOnce reads a snapshot's records and counts
+// the object versions written in full: one per distinct version the state
+// and the history hold, however many times they mention it.
+func TestSnapshotWritesEachVersionOnce(t *testing.T) {
+	f := newFSM(state.DefaultConfig())
+	populate(t, f)
+	objs, events, _, _ := f.State().Dump()
+	distinct := map[*state.Object]bool{}
+	mentions := len(objs)
+	for _, o := range objs {
+		distinct[o] = true
+	}
+	for _, e := range events {
+		distinct[e.Object] = true
+		mentions++
+		if e.Prev != nil {
+			distinct[e.Prev] = true
+			mentions++
+		}
+	}
+	if mentions <= len(distinct) {
+		t.Fatalf("the history mentions %d versions %d times: nothing to share", len(distinct), mentions)
+	}
+
+	data := persist(t, f)
+	r := &reader{b: data[len(snapMagic)+1:]}
+	full, refs := 0, 0
+	version := func(rec *reader) {
+		if ref := rec.uvarint(); ref > 0 {
+			refs++
+			return
+		}
+		full++
+		rec.bytes()
+		rec.bytes()
+		rec.bytes()
+		rec.uvarint()
+		rec.bytes()
+		rec.bytes()
+	}
+	for typ := byte(0); typ != recEnd; {
+		typ = r.byte()
+		rec := &reader{b: r.bytes()}
+		switch typ {
+		case recObject:
+			version(rec)
+		case recEvent:
+			rec.bytes()
+			rec.varint()
+			version(rec)
+			if rec.byte() == 1 {
+				version(rec)
+			}
+		}
+		if r.err != nil || rec.err != nil {
+			t.Fatalf("reading record type %d: %v %v", typ, r.err, rec.err)
+		}
+	}
+	if full != len(distinct) || full+refs != mentions {
+		t.Fatalf("snapshot writes %d versions in full and refers to %d, want %d and %d", full, refs, len(distinct), mentions-len(distinct))
+	}
+}
+
+// TestRestoreFormat1 restores a snapshot written in format 1 (every mention
+// of a version in full) by the previous release from populate's history: a
+// node upgraded in place must read the snapshot it has on disk.
+func TestRestoreFormat1(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "snapshots", "populate-v1.bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(data, []byte(snapMagic+"\x01")) {
+		t.Fatalf("golden snapshot starts %q", data[:min(len(data), 8)])
+	}
+	src := newFSM(state.DefaultConfig())
+	populate(t, src)
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, data)
+	requireSameDump(t, "format 1 restored", canonicalDump(t, src), canonicalDump(t, dst))
+	// Written again, it is the current format and restores the same.
+	again := newFSM(state.DefaultConfig())
+	restoreFrom(t, again, persist(t, dst))
+	requireSameDump(t, "format 1 restored, written and restored", canonicalDump(t, src), canonicalDump(t, again))
+}
+
 func sameObject(t *testing.T, what string, want, got *state.Object) {
 	t.Helper()
 	if want == nil || got == nil {
@@ -1318,10 +1405,17 @@ func TestRestoreCorrupt(t *testing.T) {
 	objRecord := func(data []byte) []byte { return record(recObject, objPayload(data)) }
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 
+	header2 := []byte(snapMagic + "\x02")
+
 	// Sanity check of the hand-built records: they restore.
 	valid := cat(header, index, objRecord(leaseBytes(t, "ns", "x", "u", "a")), end)
 	if err := restore(t, newFSM(state.DefaultConfig()), valid); err != nil {
 		t.Fatalf("hand-built snapshot: %v", err)
+	}
+	valid2 := cat(header2, index, record(recObject, cat([]byte{0}, objPayload(leaseBytes(t, "ns", "x", "u", "a")))),
+		record(recEvent, cat(enc{}.uv(5).raw([]byte("ADDED")...).raw(2), enc{}.uv(1), []byte{0})), end)
+	if err := restore(t, newFSM(state.DefaultConfig()), valid2); err != nil {
+		t.Fatalf("hand-built snapshot of format 2: %v", err)
 	}
 
 	tests := []struct {
@@ -1333,7 +1427,7 @@ func TestRestoreCorrupt(t *testing.T) {
 		{"header only", header},
 		{"wrong magic", cat([]byte("LHSNAQ"), data[len(snapMagic):])},
 		{"lowercase magic", cat([]byte("lhsnap"), data[len(snapMagic):])},
-		{"wrong version", cat([]byte(snapMagic), []byte{2}, data[headerLen:])},
+		{"newer version", cat([]byte(snapMagic), []byte{snapVersion + 1}, data[headerLen:])},
 		{"version 0", cat([]byte(snapMagic), []byte{0}, data[headerLen:])},
 		{"no end record", data[:len(data)-len(end)]},
 		{"no index record", cat(header, objRecord(leaseBytes(t, "ns", "x", "u", "a")), end)},
@@ -1346,6 +1440,12 @@ func TestRestoreCorrupt(t *testing.T) {
 		{"index record cut short", cat(header, record(recIndex, []byte{0x80}), end)},
 		{"event without prev flag", cat(header, index, record(recEvent, cat(enc{}.uv(5).raw([]byte("ADDED")...).raw(2), objPayload(leaseBytes(t, "ns", "x", "u", "a")))), end)},
 		{"garbage", bytes.Repeat([]byte{0xa5}, 100)},
+		// Format 2: a version is written once, then referred to by its
+		// ordinal + 1.
+		{"reference before any version", cat(header2, index, record(recObject, enc{}.uv(1)), end)},
+		{"reference past the versions read", cat(header2, index, record(recObject, cat([]byte{0}, objPayload(leaseBytes(t, "ns", "x", "u", "a")))),
+			record(recEvent, cat(enc{}.uv(5).raw([]byte("ADDED")...).raw(2), enc{}.uv(2), []byte{0})), end)},
+		{"reference cut short", cat(header2, index, record(recObject, []byte{0x80}), end)},
 	}
 	// Every truncation of a real snapshot.
 	for n := headerLen; n < len(data); n += 1 + n/50 {
@@ -1448,7 +1548,7 @@ func listKeys(sn *state.Snapshot) string {
 
 func TestEmptySnapshot(t *testing.T) {
 	data := persist(t, newFSM(state.DefaultConfig()))
-	if !bytes.HasPrefix(data, []byte(snapMagic+"\x01")) {
+	if !bytes.HasPrefix(data, []byte{'L', 'H', 'S', 'N', 'A', 'P', snapVersion}) {
 		t.Fatalf("snapshot starts %q", data)
 	}
 	f := newFSM(state.DefaultConfig())

@@ -17,9 +17,15 @@ import (
 // of [record type byte][uvarint length][payload], ending with recEnd. The
 // history is part of the snapshot so that a restarted node can still resume
 // watches from before the snapshot (the log before it is gone).
+//
+// Most object versions appear more than once: as a stored object and as the
+// event that wrote it, as one event's object and the next one's previous
+// state. Version 2 writes each version once; a later mention is its ordinal
+// among the versions written before it (uvarint ordinal+1; 0 = a new version
+// follows). Version 1 wrote every mention in full; Restore reads both.
 const (
 	snapMagic   = "LHSNAP"
-	snapVersion = 1
+	snapVersion = 2
 
 	recObject = 1 // an object in the state
 	recEvent  = 2 // a history event
@@ -80,8 +86,9 @@ func (s *snapshot) write(w io.Writer) error {
 		return err
 	}
 	var err error
+	written := make(map[*state.Object]uint64, len(s.objs))
 	for _, o := range s.objs {
-		if rec, err = appendObject(rec[:0], o); err != nil {
+		if rec, err = appendVersion(rec[:0], o, written); err != nil {
 			return err
 		}
 		if err := put(recObject); err != nil {
@@ -91,12 +98,12 @@ func (s *snapshot) write(w io.Writer) error {
 	for _, e := range s.events {
 		rec = appendString(rec[:0], string(e.Type))
 		rec = binary.AppendVarint(rec, e.At)
-		if rec, err = appendObject(rec, e.Object); err != nil {
+		if rec, err = appendVersion(rec, e.Object, written); err != nil {
 			return err
 		}
 		if e.Prev != nil {
 			rec = append(rec, 1)
-			if rec, err = appendObject(rec, e.Prev); err != nil {
+			if rec, err = appendVersion(rec, e.Prev, written); err != nil {
 				return err
 			}
 		} else {
@@ -116,6 +123,16 @@ func (s *snapshot) write(w io.Writer) error {
 func appendString(b []byte, s string) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
 	return append(b, s...)
+}
+
+// appendVersion appends a reference to o when written holds it, else o in
+// full, and adds it to written.
+func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64) ([]byte, error) {
+	if n, ok := written[o]; ok {
+		return binary.AppendUvarint(b, n+1), nil
+	}
+	written[o] = uint64(len(written))
+	return appendObject(append(b, 0), o)
 }
 
 func appendObject(b []byte, o *state.Object) ([]byte, error) {
@@ -142,8 +159,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(br, head); err != nil {
 		return fmt.Errorf("restore: read header: %w", err)
 	}
-	if string(head[:len(snapMagic)]) != snapMagic || head[len(snapMagic)] != snapVersion {
-		return fmt.Errorf("restore: not a leasehold snapshot of version %d", snapVersion)
+	format := head[len(snapMagic)]
+	if string(head[:len(snapMagic)]) != snapMagic || format < 1 || format > snapVersion {
+		return fmt.Errorf("restore: not a leasehold snapshot of version 1 to %d", snapVersion)
 	}
 	var (
 		objs             []*state.Object
@@ -151,10 +169,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		applied, dropped uint64
 		sawIndex         bool
 	)
-	// An object version held by the state and by events, or by one event
-	// as its object and the next as its previous state, is decoded once
-	// and shared, as it was before the snapshot.
-	byVersion := map[version]*state.Object{}
+	versions := versionReader{f: f, format: format}
 	for {
 		typ, err := br.ReadByte()
 		if err != nil {
@@ -177,7 +192,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			applied, dropped = r.uvarint(), r.uvarint()
 			sawIndex = true
 		case recObject:
-			o, err := f.readObject(r, byVersion)
+			o, err := versions.next(r, true)
 			if err != nil {
 				return err
 			}
@@ -185,16 +200,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		case recEvent:
 			e := state.Event{Type: state.EventType(r.bytes()), At: r.varint()}
 			// A tombstone is its own version: never shared.
-			shared := byVersion
-			if e.Type == state.Deleted {
-				shared = nil
-			}
-			if e.Object, err = f.readObject(r, shared); err != nil {
+			if e.Object, err = versions.next(r, e.Type != state.Deleted); err != nil {
 				return err
 			}
 			e.RV = e.Object.RV
 			if hasPrev := r.byte(); hasPrev == 1 {
-				if e.Prev, err = f.readObject(r, byVersion); err != nil {
+				if e.Prev, err = versions.next(r, true); err != nil {
 					return err
 				}
 			}
@@ -213,6 +224,48 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("restore: record type %d: %w", typ, r.err)
 		}
 	}
+}
+
+// versionReader reads the object versions of a snapshot. An object version
+// held by the state and by events, or by one event as its object and the
+// next as its previous state, is decoded once and shared, as it was before
+// the snapshot.
+type versionReader struct {
+	f      *FSM
+	format byte
+	read   []*state.Object           // format 2: the versions in the order written
+	byKey  map[version]*state.Object // format 1: the versions read, by key and RV
+}
+
+// next reads one object version. share (format 1) says whether the version
+// may be one read before: a tombstone never is.
+func (vr *versionReader) next(r *reader, share bool) (*state.Object, error) {
+	if vr.format == 1 {
+		if vr.byKey == nil {
+			vr.byKey = map[version]*state.Object{}
+		}
+		shared := vr.byKey
+		if !share {
+			shared = nil
+		}
+		return vr.f.readObject(r, shared)
+	}
+	ref := r.uvarint()
+	if r.err != nil {
+		return nil, fmt.Errorf("restore: object record: %w", r.err)
+	}
+	if ref > 0 {
+		if ref > uint64(len(vr.read)) {
+			return nil, fmt.Errorf("restore: reference to object version %d, %d read so far", ref, len(vr.read))
+		}
+		return vr.read[ref-1], nil
+	}
+	o, err := vr.f.readObject(r, nil)
+	if err != nil {
+		return nil, err
+	}
+	vr.read = append(vr.read, o)
+	return o, nil
 }
 
 // version names one version of an object.
