@@ -10,7 +10,8 @@
 // client-go's leader election does (409 → GET, then go on).
 // get: linearizable GETs on followers; get0: GETs with resourceVersion=0.
 // watch: W watchers on one node while renew runs; reports event delivery
-// lag (the watcher's clock minus the renewTime the writer set).
+// lag (the watcher's clock minus the renewTime the writer set, and minus
+// when the write's response arrived).
 // mixed: 90 % renew, 8 % get, 2 % namespace list.
 //
 // With --target etcd the same workloads run against an etcd cluster as the
@@ -148,6 +149,7 @@ type Result struct {
 	FirstErr    string             `json:"firstError,omitempty"`
 	Latency     Percentiles        `json:"latencyMs"`
 	Lag         *Percentiles       `json:"watchLagMs,omitempty"`
+	LagAfterAck *Percentiles       `json:"watchLagAfterAckMs,omitempty"`
 	Events      int64              `json:"watchEvents,omitempty"`
 	ByOp        map[string]float64 `json:"opsPerSecByKind,omitempty"`
 }
@@ -174,6 +176,9 @@ func (r *Result) print(w io.Writer) {
 	if r.Lag != nil {
 		fmt.Fprintf(w, "         watchers=%d (%s) events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
 			r.Watchers, r.WatchFormat, r.Events, r.Lag.P50, r.Lag.P90, r.Lag.P99, r.Lag.Max)
+		if a := r.LagAfterAck; a != nil {
+			fmt.Fprintf(w, "         of which after the write's response: p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n", a.P50, a.P90, a.P99, a.Max)
+		}
 	}
 }
 
@@ -189,6 +194,7 @@ type bench struct {
 	errs   atomic.Int64
 	kinds  sync.Map               // kind → *atomic.Int64
 	first  atomic.Pointer[string] // the first error, to tell what the errors were
+	acked  *ackRing               // watch workload: when each write's response arrived
 }
 
 // failed counts an error and keeps the first one's text for the report.
@@ -235,14 +241,15 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 	}
 	res := &Result{Target: cfg.target, Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
 
-	var lag *lagRecorder
+	var lag, lagAck *lagRecorder
 	var watchWG sync.WaitGroup
 	wctx, wcancel := context.WithCancel(ctx)
 	defer wcancel()
 	if cfg.workload == "watch" {
-		lag = &lagRecorder{}
+		lag, lagAck = &lagRecorder{}, &lagRecorder{}
+		b.acked = &ackRing{}
 		res.Watchers = cfg.watchers
-		if err := b.startWatchers(wctx, &watchWG, lag); err != nil {
+		if err := b.startWatchers(wctx, &watchWG, lag, lagAck); err != nil {
 			return nil, err
 		}
 	}
@@ -257,6 +264,9 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 		h, n := lag.merged()
 		p := percentiles(h)
 		res.Lag = &p
+		hAck, _ := lagAck.merged()
+		pAck := percentiles(hAck)
+		res.LagAfterAck = &pAck
 		res.Events = n
 		res.WatchFormat = cfg.watchFormat
 	}
@@ -461,9 +471,14 @@ func (b *bench) renew(ctx context.Context, node int, l *lease) {
 			b.errs.Add(1)
 		}
 	case code == http.StatusOK:
-		b.record("renew", time.Since(start))
+		acked := time.Now()
+		b.record("renew", acked.Sub(start))
 		if err := b.codec.decode(body, &l.obj); err != nil {
 			b.errs.Add(1)
+		} else if b.acked != nil {
+			if rv, ok := parseRV([]byte(l.obj.ResourceVersion)); ok {
+				b.acked.store(rv, acked)
+			}
 		}
 	case code == http.StatusConflict:
 		b.conf.Add(1)

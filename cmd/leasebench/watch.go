@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -45,9 +46,53 @@ func (l *lagRecorder) merged() (*hdrhistogram.Histogram, int64) {
 	return all, all.TotalCount()
 }
 
+// ackRing remembers when each recent write's response arrived, by
+// resourceVersion, for the watchers to measure their lag from: a slot per
+// resourceVersion modulo its size, read and written without locks (a
+// thousand watchers look up every event).
+type ackRing struct {
+	slots [1 << 16]struct {
+		rv atomic.Uint64
+		at atomic.Int64 // unix nanoseconds
+	}
+}
+
+func (r *ackRing) store(rv uint64, at time.Time) {
+	s := &r.slots[rv%uint64(len(r.slots))]
+	s.at.Store(at.UnixNano())
+	s.rv.Store(rv)
+}
+
+// load is when the response of the write of rv arrived, if it has.
+func (r *ackRing) load(rv uint64) (time.Time, bool) {
+	s := &r.slots[rv%uint64(len(r.slots))]
+	if s.rv.Load() != rv {
+		return time.Time{}, false
+	}
+	return time.Unix(0, s.at.Load()), true
+}
+
+// parseRV reads a resourceVersion's digits without making a string.
+func parseRV(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, true
+}
+
 // startWatchers opens the watches from the current resourceVersion and
-// records, for every MODIFIED event, now minus the renewTime in it.
-func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagRecorder) error {
+// records, for every MODIFIED event, two lags: now minus the renewTime in
+// it (set by the writer before it sent the PUT, so the write's own latency
+// is part of it), and now minus when the write's response arrived (zero
+// when the event came first). The event was committed between the two.
+func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag, lagAck *lagRecorder) error {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, b.url(b.cfg.watchNode, "")+"?limit=1", nil)
 	req.Header.Set("Accept", "application/json")
 	resp, err := b.client.Do(req)
@@ -78,7 +123,7 @@ func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagR
 	ready := make(chan error, b.cfg.watchers)
 	for range b.cfg.watchers {
 		wg.Add(1)
-		h := lag.add()
+		h, hAck := lag.add(), lagAck.add()
 		go func() {
 			defer wg.Done()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -94,8 +139,16 @@ func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagR
 				return
 			}
 			ready <- nil
-			err = read(bufio.NewReaderSize(resp.Body, 64<<10), func(renewed time.Time) {
-				_ = h.RecordValue(max(time.Since(renewed).Microseconds(), 1))
+			err = read(bufio.NewReaderSize(resp.Body, 64<<10), func(renewed time.Time, rv []byte) {
+				now := time.Now()
+				_ = h.RecordValue(max(now.Sub(renewed).Microseconds(), 1))
+				if n, ok := parseRV(rv); ok {
+					ack, ok := b.acked.load(n)
+					if !ok {
+						ack = now
+					}
+					_ = hAck.RecordValue(max(now.Sub(ack).Microseconds(), 1))
+				}
 			})
 			if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 				b.failed(err)
@@ -110,11 +163,14 @@ func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag *lagR
 	return nil
 }
 
-var renewTimeKey = []byte(`"renewTime":"`)
+var (
+	renewTimeKey = []byte(`"renewTime":"`)
+	rvKey        = []byte(`"resourceVersion":"`)
+)
 
 // readJSONEvents reads JSON lines without decoding them whole: the
 // benchmark runs on the same machine as the cluster, so its CPU counts.
-func readJSONEvents(br *bufio.Reader, record func(time.Time)) error {
+func readJSONEvents(br *bufio.Reader, record func(renewed time.Time, rv []byte)) error {
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
@@ -128,9 +184,15 @@ func readJSONEvents(br *bufio.Reader, record func(time.Time)) error {
 			continue
 		}
 		t, err := time.Parse(metav1.RFC3339Micro, string(line[i+len(renewTimeKey):i+len(renewTimeKey)+27]))
-		if err == nil {
-			record(t)
+		if err != nil {
+			continue
 		}
+		var rv []byte
+		if j := bytes.Index(line, rvKey); j >= 0 {
+			rv = line[j+len(rvKey):]
+			rv = rv[:max(bytes.IndexByte(rv, '"'), 0)]
+		}
+		record(t, rv)
 	}
 }
 
@@ -141,7 +203,7 @@ var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 // each down to spec.renewTime (event → envelope → Lease → spec) without
 // decoding the rest: the benchmark shares the machine with the cluster, so
 // its CPU counts, and the JSON reader does not decode whole events either.
-func readProtobufEvents(br *bufio.Reader, record func(time.Time)) error {
+func readProtobufEvents(br *bufio.Reader, record func(renewed time.Time, rv []byte)) error {
 	var frame []byte
 	for {
 		var size [4]byte
@@ -166,9 +228,12 @@ func readProtobufEvents(br *bufio.Reader, record func(time.Time)) error {
 		if !bytes.HasPrefix(raw, protobufMagic) {
 			return fmt.Errorf("watch event object is not a protobuf envelope")
 		}
-		// runtime.Unknown: 2 raw; Lease: 2 spec; LeaseSpec: 4 renewTime;
-		// MicroTime: 1 seconds, 2 nanos.
+		// runtime.Unknown: 2 raw; Lease: 1 metadata, 2 spec; ObjectMeta: 6
+		// resourceVersion; LeaseSpec: 4 renewTime; MicroTime: 1 seconds,
+		// 2 nanos.
 		lease, _ := protoBytes(raw[len(protobufMagic):], 2)
+		meta, _ := protoBytes(lease, 1)
+		rv, _ := protoBytes(meta, 6)
 		spec, _ := protoBytes(lease, 2)
 		renew, ok := protoBytes(spec, 4)
 		if !ok {
@@ -176,7 +241,7 @@ func readProtobufEvents(br *bufio.Reader, record func(time.Time)) error {
 		}
 		secs, _ := protoVarint(renew, 1)
 		nanos, _ := protoVarint(renew, 2)
-		record(time.Unix(int64(secs), int64(nanos)))
+		record(time.Unix(int64(secs), int64(nanos)), rv)
 	}
 }
 

@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,12 +40,73 @@ func TestReadProtobufEvents(t *testing.T) {
 		}
 	}
 	var got []time.Time
-	err = readProtobufEvents(bufio.NewReader(&stream), func(ts time.Time) { got = append(got, ts) })
+	var rvs []string
+	err = readProtobufEvents(bufio.NewReader(&stream), func(ts time.Time, rv []byte) {
+		got = append(got, ts)
+		rvs = append(rvs, string(rv))
+	})
 	if err != io.EOF {
 		t.Fatalf("err = %v, want EOF", err)
 	}
 	if len(got) != 2 || !got[0].Equal(renew.Time) || !got[1].Equal(renew.Time) {
 		t.Fatalf("recorded %v, want %v twice", got, renew.Time)
+	}
+	if rvs[0] != "7" || rvs[1] != "7" {
+		t.Fatalf("resourceVersions %q, want 7 twice", rvs)
+	}
+}
+
+// The JSON reader finds renewTime and resourceVersion in the lines of a
+// JSON watch stream, and skips other event types.
+func TestReadJSONEvents(t *testing.T) {
+	renew := metav1.NewMicroTime(time.Date(2026, 11, 22, 8, 0, 0, 123456000, time.UTC))
+	var stream bytes.Buffer
+	for i, typ := range []string{"ADDED", "MODIFIED", "BOOKMARK", "MODIFIED"} {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: "l", Namespace: "ns", ResourceVersion: strconv.Itoa(10 + i)},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo("h"), RenewTime: &renew},
+		}
+		l.SetGroupVersionKind(leaseGVK)
+		if err := json.NewEncoder(&stream).Encode(metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Object: l}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	err := readJSONEvents(bufio.NewReader(&stream), func(ts time.Time, rv []byte) {
+		if !ts.Equal(renew.Time) {
+			t.Errorf("renewTime %v, want %v", ts, renew.Time)
+		}
+		got = append(got, string(rv))
+	})
+	if err != io.EOF {
+		t.Fatalf("err = %v, want EOF", err)
+	}
+	if strings.Join(got, ",") != "11,13" {
+		t.Fatalf("resourceVersions %q, want 11 and 13", got)
+	}
+}
+
+// The ring gives back a write's response time by resourceVersion until a
+// later write takes its slot.
+func TestAckRing(t *testing.T) {
+	var r ackRing
+	at := time.Unix(1795000000, 123)
+	r.store(42, at)
+	if got, ok := r.load(42); !ok || !got.Equal(at) {
+		t.Fatalf("load(42) = %v %v, want %v", got, ok, at)
+	}
+	if _, ok := r.load(43); ok {
+		t.Fatal("load(43) found a write never stored")
+	}
+	r.store(42+uint64(len(r.slots)), at.Add(time.Second))
+	if _, ok := r.load(42); ok {
+		t.Fatal("load(42) found a write whose slot was taken")
+	}
+	for in, want := range map[string]uint64{"0": 0, "7": 7, "18446744073709551615": 0, "": 0, "12a": 0, "123456789": 123456789} {
+		v, ok := parseRV([]byte(in))
+		if v != want || ok != (want != 0 || in == "0") {
+			t.Errorf("parseRV(%q) = %d %v", in, v, ok)
+		}
 	}
 }
 
