@@ -70,7 +70,7 @@ func (c *Config) setDefaults() {
 		c.SnapshotThreshold = 8192
 	}
 	if c.SnapshotInterval == 0 {
-		c.SnapshotInterval = 30 * time.Second
+		c.SnapshotInterval = 15 * time.Second
 	}
 	if c.TrailingLogs == 0 {
 		c.TrailingLogs = 10240
