@@ -125,11 +125,15 @@ node_pid() {
 
 # exited PID: the process is gone, or a zombie whose files (its listening
 # sockets) are closed. A dying process loses its command line (node_pid
-# stops finding it) a moment before it closes its files.
+# stops finding it) a moment before it closes its files, and its main
+# thread turns zombie while other threads may still hold them: only when
+# the zombie is its last thread are they closed.
 exited() {
-	local stat
+	local stat tasks
 	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
-	[[ ${stat##*) } == Z* ]]
+	[[ ${stat##*) } == Z* ]] || return 1
+	tasks=("/proc/$1/task/"*)
+	((${#tasks[@]} <= 1))
 }
 
 port_in_use() { # connect test with bash's /dev/tcp
@@ -208,7 +212,7 @@ node_args() { # the flags a node starts with, one per line
 
 # launch NAME ARGSFILE: start the node in its own session, record its pid.
 launch() {
-	local n=$1 argsf=$2 pidf log p line args=()
+	local n=$1 argsf=$2 pidf log p line t args=()
 	pidf=$(pid_file "$n")
 	log=$(log_file "$n")
 	while IFS= read -r line; do
@@ -220,6 +224,11 @@ launch() {
 	for p in "${args[@]}"; do
 		case $p in
 		--api-addr=* | --peer-addr=*)
+			# A node killed a moment ago may still be letting go of it.
+			for ((t = 0; t < 20; t++)); do
+				port_in_use "${p##*:}" || break
+				sleep 0.1
+			done
 			if port_in_use "${p##*:}"; then
 				die "cannot start $n: 127.0.0.1:${p##*:} is already in use by another process"
 			fi
