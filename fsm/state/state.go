@@ -84,7 +84,10 @@ type Config struct {
 	// HistoryAge, if set, also bounds the history by age.
 	HistoryAge time.Duration
 	// ListSnapshots is the number of past read snapshots kept for paginated
-	// lists (continue tokens) and exact-version lists (>0).
+	// lists (continue tokens) and exact-version lists (>0). An older view
+	// within the history is rebuilt from it on demand. Each view keeps the
+	// tree paths its commit copied: at 100,000 Leases under renewals, the
+	// heap goal was 183–195 MB with 1,024 views, 178–180 MB with 128.
 	ListSnapshots int
 	// EncodingCacheBytes bounds the cached wire encodings of stored objects
 	// (see Object.Encoding); 0 means the default.
@@ -94,8 +97,11 @@ type Config struct {
 // DefaultConfig keeps about as much as kube-apiserver's watch cache.
 func DefaultConfig() Config {
 	// 16 MiB of encodings is the last ~10 s of writes at 1,500 writes/s
-	// (JSON and protobuf): time for every watcher to get them.
-	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 1024, EncodingCacheBytes: 16 << 20}
+	// (JSON and protobuf): time for every watcher to get them. 128 views
+	// cover a paginated list's pages for 128 commits: seconds at a few
+	// hundred commits a second, after which pages are served from views
+	// rebuilt from the history.
+	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 128, EncodingCacheBytes: 16 << 20}
 }
 
 // New returns an empty store.
