@@ -22,7 +22,9 @@ import (
 // event that wrote it, as one event's object and the next one's previous
 // state. Version 2 writes each version once; a later mention is its ordinal
 // among the versions written before it (uvarint ordinal+1; 0 = a new version
-// follows). Version 1 wrote every mention in full; Restore reads both.
+// follows). Version 1 wrote every mention in full; Restore reads both. A
+// node of an earlier release cannot restore version 2 (from the leader, after
+// falling behind): in a rolling upgrade, upgrade the leader last.
 const (
 	snapMagic   = "LHSNAP"
 	snapVersion = 2
