@@ -73,6 +73,10 @@ type Store struct {
 	generation uint64
 	history    *History
 	snaps      snapRing
+	// rebuilt keeps the last views SnapshotAt rebuilt from the history:
+	// the pages of one paginated list all ask for the view at its first
+	// page's version.
+	rebuilt rebuiltViews
 	// encodings bounds the encodings cached by the stored objects.
 	encodings *encodingCache
 }
@@ -199,6 +203,10 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 		s.mu.RUnlock()
 		return nil, false
 	}
+	if root, ok := s.rebuilt.get(gen, idx); ok {
+		s.mu.RUnlock()
+		return &Snapshot{Index: idx, Generation: gen, root: root}, true
+	}
 	later := s.history.since(idx)
 	root := s.published // undone into copies of its paths
 	s.mu.RUnlock()
@@ -214,7 +222,64 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 			panic(fmt.Sprintf("state: undo event %d on %s: not found", e.RV, e.Object.Key))
 		}
 	}
+	s.rebuilt.add(gen, idx, root)
 	return &Snapshot{Index: idx, Generation: gen, root: root}, true
+}
+
+// rebuiltViewsKept bounds the rebuilt views kept. A view shares all but the
+// paths its rebuild copied with the tree it came from, so one costs at most
+// about a copy of the tree's nodes (3 MB at 100,000 Leases), usually far
+// less.
+const rebuiltViewsKept = 4
+
+// rebuiltViews is a small most-recently-used list of views rebuilt from
+// the history, by generation and index. Without it, every page of a
+// paginated list undoes every write since its first page again: under
+// 2,700 writes/s, listing 100,000 Leases 500 at a time took 32 s instead
+// of 4.
+type rebuiltViews struct {
+	mu    sync.Mutex
+	views []rebuiltView // least recently used first
+}
+
+type rebuiltView struct {
+	gen, idx uint64
+	root     *node
+}
+
+func (r *rebuiltViews) get(gen, idx uint64) (*node, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, v := range r.views {
+		if v.gen == gen && v.idx == idx {
+			copy(r.views[i:], r.views[i+1:])
+			r.views[len(r.views)-1] = v
+			return v.root, true
+		}
+	}
+	return nil, false
+}
+
+func (r *rebuiltViews) add(gen, idx uint64, root *node) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, v := range r.views {
+		if v.gen == gen && v.idx == idx {
+			r.views = append(r.views[:i], r.views[i+1:]...)
+			break
+		}
+	}
+	if len(r.views) == rebuiltViewsKept {
+		r.views = append(r.views[:0], r.views[1:]...)
+	}
+	r.views = append(r.views, rebuiltView{gen: gen, idx: idx, root: root})
+}
+
+// reset drops every view (a restore replaced the state they came from).
+func (r *rebuiltViews) reset() {
+	r.mu.Lock()
+	r.views = nil
+	r.mu.Unlock()
 }
 
 // Get returns the object under k, or nil.
@@ -354,6 +419,7 @@ func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64)
 	s.history.reset(events, dropped)
 	s.snaps.reset()
 	s.snaps.add(applied, s.published)
+	s.rebuilt.reset()
 	close(s.advanced)
 	s.advanced = make(chan struct{})
 	s.mu.Unlock()

@@ -184,6 +184,50 @@ func TestSnapshotAt(t *testing.T) {
 	}
 }
 
+// A view rebuilt from the history is kept and served again (the pages of
+// one paginated list ask for the same version), the last few of them, and
+// none survives a restore.
+func TestSnapshotAtReusesRebuiltViews(t *testing.T) {
+	tr := newTracked(Config{HistoryEvents: 64, ListSnapshots: 2})
+	s := tr.s
+	a, b := key("ns", "a"), key("ns", "b")
+	for i := 0; i < 12; i++ {
+		tr.apply(put(a, fmt.Sprintf("a%d", 2*i+1)), put(b, fmt.Sprintf("b%d", 2*i+2))) // one commit, two entries
+	}
+	first, ok := s.SnapshotAt(4)
+	if !ok {
+		t.Fatal("SnapshotAt(4) failed")
+	}
+	tr.apply(put(a, "a25")) // later writes do not change the view at 4
+	again, ok := s.SnapshotAt(4)
+	if !ok || again.root != first.root {
+		t.Fatalf("SnapshotAt(4) rebuilt again (ok=%v)", ok)
+	}
+	if got := contents(again, "leases", "", nil); got != tr.want[4] {
+		t.Fatalf("kept view at 4 = %q, want %q", got, tr.want[4])
+	}
+	// Four more rebuilt views push the one at 4 out.
+	for _, idx := range []uint64{6, 8, 10, 12} {
+		if sn, ok := s.SnapshotAt(idx); !ok || contents(sn, "leases", "", nil) != tr.want[idx] {
+			t.Fatalf("SnapshotAt(%d) ok=%v", idx, ok)
+		}
+	}
+	if len(s.rebuilt.views) != rebuiltViewsKept {
+		t.Fatalf("%d rebuilt views kept, want %d", len(s.rebuilt.views), rebuiltViewsKept)
+	}
+	if sn, _ := s.SnapshotAt(4); sn.root == first.root {
+		t.Fatal("the least recently used rebuilt view was kept")
+	}
+	// A restore replaces the state the views came from.
+	s.Replace(nil, nil, 30, 30)
+	if len(s.rebuilt.views) != 0 {
+		t.Fatalf("%d rebuilt views kept across a restore", len(s.rebuilt.views))
+	}
+	if _, ok := s.SnapshotAt(4); ok {
+		t.Fatal("SnapshotAt(4) served after a restore to 30 with the history dropped up to it")
+	}
+}
+
 // Before the ring has filled, every applied index has a view, including
 // those before the first change.
 func TestSnapshotAtBeforeFirstChange(t *testing.T) {
