@@ -275,6 +275,20 @@ func (r *rebuiltViews) add(gen, idx uint64, root *node) {
 	r.views = append(r.views, rebuiltView{gen: gen, idx: idx, root: root})
 }
 
+// dropBefore drops the views of indexes before idx.
+func (r *rebuiltViews) dropBefore(idx uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kept := r.views[:0]
+	for _, v := range r.views {
+		if v.idx >= idx {
+			kept = append(kept, v)
+		}
+	}
+	clear(r.views[len(kept):])
+	r.views = kept
+}
+
 // reset drops every view (a restore replaced the state they came from).
 func (r *rebuiltViews) reset() {
 	r.mu.Lock()
@@ -393,6 +407,8 @@ func (t *Txn) Commit(idx uint64) {
 		s.applied = idx
 	}
 	s.history.append(t.events)
+	// A view the history can no longer serve must not keep old objects.
+	s.rebuilt.dropBefore(s.history.dropped)
 	close(s.advanced)
 	s.advanced = make(chan struct{})
 	s.mu.Unlock()

@@ -218,6 +218,20 @@ func TestSnapshotAtReusesRebuiltViews(t *testing.T) {
 	if sn, _ := s.SnapshotAt(4); sn.root == first.root {
 		t.Fatal("the least recently used rebuilt view was kept")
 	}
+	// Views the history can no longer serve are let go of, so that they do
+	// not keep old objects alive.
+	for i := 0; i < 40; i++ {
+		tr.apply(put(a, fmt.Sprintf("a%d", 26+2*i)), put(b, fmt.Sprintf("b%d", 27+2*i)))
+	}
+	_, _, _, oldest := eventsSince(s, 0)
+	for _, v := range s.rebuilt.views {
+		if v.idx < oldest {
+			t.Fatalf("rebuilt view at %d kept with the history from %d", v.idx, oldest)
+		}
+	}
+	if oldest <= 12 {
+		t.Fatalf("history from %d: nothing dropped", oldest)
+	}
 	// A restore replaces the state the views came from.
 	s.Replace(nil, nil, 30, 30)
 	if len(s.rebuilt.views) != 0 {
