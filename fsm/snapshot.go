@@ -172,6 +172,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		sawIndex         bool
 	)
 	versions := versionReader{f: f, format: format}
+	if format == 1 {
+		versions.byKey = map[version]*state.Object{}
+	}
 	for {
 		typ, err := br.ReadByte()
 		if err != nil {
@@ -243,9 +246,6 @@ type versionReader struct {
 // may be one read before: a tombstone never is.
 func (vr *versionReader) next(r *reader, share bool) (*state.Object, error) {
 	if vr.format == 1 {
-		if vr.byKey == nil {
-			vr.byKey = map[version]*state.Object{}
-		}
 		shared := vr.byKey
 		if !share {
 			shared = nil

@@ -175,20 +175,19 @@ func TestReadIndexRoundTrip(t *testing.T) {
 		}
 		return 42, nil
 	}}
-	set := answer.set
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	cl := newClient(t)
 	addr := srv.Addr().String()
 
-	set(nil)
+	answer.set(nil)
 	if idx, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); err != nil || idx != 42 {
 		t.Fatalf("ReadIndex = %d, %v; want 42", idx, err)
 	}
-	set(ErrNotLeader)
+	answer.set(ErrNotLeader)
 	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("ReadIndex on a non-leader: %v, want ErrNotLeader", err)
 	}
-	set(errors.New("boom"))
+	answer.set(errors.New("boom"))
 	_, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr)
 	if err == nil || !strings.Contains(err.Error(), "boom") || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("ReadIndex failing on the server: %v, want the server's error", err)
@@ -209,12 +208,11 @@ func TestApplyRoundTrip(t *testing.T) {
 		}
 		return 99, nil
 	}}
-	set := answer.set
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	cl := newClient(t)
 	addr := srv.Addr().String()
 
-	set(nil)
+	answer.set(nil)
 	if idx, res, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); err != nil || idx != 99 || string(res) != "result of cmd" {
 		t.Fatalf("Apply = %d, %q, %v; want 99 and the handler's result", idx, res, err)
 	}
@@ -223,13 +221,13 @@ func TestApplyRoundTrip(t *testing.T) {
 	}
 	// Nothing written: the caller may send it elsewhere.
 	for _, want := range []error{ErrNotLeader, ErrNotApplied} {
-		set(want)
+		answer.set(want)
 		if _, _, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); !errors.Is(err, want) || errors.Is(err, ErrUnknownOutcome) {
 			t.Errorf("Apply refused with %v: got %v", want, err)
 		}
 	}
 	// Anything else the leader reports leaves the outcome unknown.
-	set(errors.New("leadership lost while committing"))
+	answer.set(errors.New("leadership lost while committing"))
 	if _, _, err := cl.Apply(ctxFor(t, 5*time.Second), addr, []byte("cmd")); !errors.Is(err, ErrUnknownOutcome) || !strings.Contains(err.Error(), "leadership lost") {
 		t.Errorf("Apply failing on the leader: %v, want ErrUnknownOutcome with its message", err)
 	}
