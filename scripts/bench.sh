@@ -143,11 +143,23 @@ stop_etcd
 echo
 echo "== watch fan-out (leasehold only: kube-apiserver serves watchers from its watch cache, not from etcd):"
 echo "   $WATCHERS watchers on one follower, renewals at a steady 300/s (64 writers, so that"
-echo "   throughput drops only if the cluster cannot keep the rate, not because each writer waits longer)"
+echo "   throughput drops only if the cluster cannot keep the rate, not because each writer waits longer);"
+echo "   $ROUNDS rounds of: no watchers, protobuf watchers, JSON watchers"
 bench() { bin/leasebench --endpoints "$ENDPOINTS" --duration "$DURATION" "$@"; }
-bench --clients 64 --rate 300 --label no-watchers renew
-bench --clients 64 --rate 300 --watchers "$WATCHERS" --watch-format protobuf --label "$WATCHERS-watchers" watch
-bench --clients 64 --rate 300 --watchers "$WATCHERS" --watch-format json --label "$WATCHERS-watchers" watch
+FANOUT=()
+for ((r = 1; r <= ROUNDS; r++)); do
+	for format in none protobuf json; do
+		out=$(printf '%s/fanout-%d-%s.json' "$RESULTS" "$r" "$format")
+		if [[ $format == none ]]; then
+			bench --clients 64 --rate 300 --label no-watchers --json "$out" renew
+		else
+			bench --clients 64 --rate 300 --watchers "$WATCHERS" --watch-format "$format" --label "$WATCHERS-watchers" --json "$out" watch
+		fi
+		FANOUT+=("$out")
+	done
+done
+echo
+bin/leasebench fanout "${FANOUT[@]}"
 
 # Scale: memory and restart with many Leases stored, on the same cluster.
 SCALE_LEASES=${SCALE_LEASES:-100000}

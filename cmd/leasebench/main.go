@@ -4,6 +4,7 @@
 //
 //	leasebench [flags] renew|get|get0|watch|mixed
 //	leasebench compare RESULT.json...
+//	leasebench fanout RESULT.json...
 //
 // renew: C clients each own a disjoint set of the K Leases and renew them
 // in a loop with PUT carrying the resourceVersion of the last answer, as
@@ -16,7 +17,9 @@
 //
 // With --target etcd the same workloads run against an etcd cluster as the
 // transactions kube-apiserver would send for them (see etcd.go); compare
-// prints medians and ratios of such paired runs (see compare.go).
+// prints medians and ratios of such paired runs (see compare.go), fanout
+// the medians of watch fan-out runs against runs without watchers (see
+// fanout.go).
 package main
 
 import (
@@ -63,6 +66,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "compare" {
 		os.Exit(compareMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "fanout" {
+		os.Exit(fanoutMain(os.Args[2:]))
+	}
 	var cfg config
 	var endpoints string
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
@@ -81,7 +87,7 @@ func main() {
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (it shares the machine with the cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
