@@ -20,25 +20,33 @@ func compareMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: leasebench compare RESULT.json...  (results written with --json)")
 		return 2
 	}
+	results, err := readResults(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leasebench compare:", err)
+		return 1
+	}
+	printComparison(os.Stdout, results)
+	return 0
+}
+
+// readResults reads results written with --json.
+func readResults(paths []string) ([]*Result, error) {
 	var results []*Result
-	for _, path := range args {
+	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "leasebench compare:", err)
-			return 1
+			return nil, err
 		}
 		r := new(Result)
 		if err := json.Unmarshal(data, r); err != nil {
-			fmt.Fprintf(os.Stderr, "leasebench compare: %s: %v\n", path, err)
-			return 1
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if r.Target == "" { // written before --target existed
 			r.Target = "leasehold"
 		}
 		results = append(results, r)
 	}
-	printComparison(os.Stdout, results)
-	return 0
+	return results, nil
 }
 
 type workloadKey struct{ workload, label string }

@@ -6,7 +6,6 @@ package main
 // the median over the rounds, taken separately.
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -18,19 +17,10 @@ func fanoutMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "usage: leasebench fanout RESULT.json...  (renew runs without watchers, watch runs with them; written with --json)")
 		return 2
 	}
-	var results []*Result
-	for _, path := range args {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "leasebench fanout:", err)
-			return 1
-		}
-		r := new(Result)
-		if err := json.Unmarshal(data, r); err != nil {
-			fmt.Fprintf(os.Stderr, "leasebench fanout: %s: %v\n", path, err)
-			return 1
-		}
-		results = append(results, r)
+	results, err := readResults(args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leasebench fanout:", err)
+		return 1
 	}
 	printFanout(os.Stdout, results)
 	return 0
