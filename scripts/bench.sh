@@ -147,9 +147,10 @@ echo "   throughput drops only if the cluster cannot keep the rate, not because 
 echo "   $ROUNDS rounds of: no watchers, protobuf watchers, JSON watchers"
 bench() { bin/leasebench --endpoints "$ENDPOINTS" --duration "$DURATION" "$@"; }
 FANOUT=()
+mkdir -p "$RESULTS/fanout" # apart from the comparison's results
 for ((r = 1; r <= ROUNDS; r++)); do
 	for format in none protobuf json; do
-		out=$(printf '%s/fanout-%d-%s.json' "$RESULTS" "$r" "$format")
+		out=$(printf '%s/fanout/%d-%s.json' "$RESULTS" "$r" "$format")
 		if [[ $format == none ]]; then
 			bench --clients 64 --rate 300 --label no-watchers --json "$out" renew
 		else
