@@ -15,7 +15,9 @@
 # runs without --unsafe-no-fsync), and both are removed at the end. Every
 # workload runs ROUNDS times on each system, alternately, so only one
 # cluster is under load at a time while the other idles; the table shows
-# the medians.
+# the medians. Then, on leasehold alone: watch fan-out (ROUNDS rounds of no
+# watchers, protobuf and JSON watchers; medians) and 100,000 Leases stored
+# (RSS, restart time).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
