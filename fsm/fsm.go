@@ -2,8 +2,10 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 
 	"github.com/hashicorp/go-hclog"
@@ -23,6 +25,10 @@ type StoredObject interface {
 	metav1.Object
 	Marshal() ([]byte, error)
 	Unmarshal([]byte) error
+	// Size and MarshalToSizedBuffer (gogo-protobuf's) encode into a buffer
+	// the caller owns: Apply and snapshots encode without allocating.
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
 }
 
 // Types maps a resource name to a constructor of its stored type. The table
@@ -68,7 +74,10 @@ type FSM struct {
 	state  *state.Store
 	types  Types
 	logger hclog.Logger
+	// Used by Apply and Restore only, which Raft never runs concurrently.
 	intern interner
+	copies storedCopies
+	buf    []byte
 }
 
 var (
@@ -81,7 +90,7 @@ func New(st *state.Store, types Types, logger hclog.Logger) *FSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &FSM{state: st, types: types, logger: logger}
+	return &FSM{state: st, types: types, logger: logger, copies: storedCopies{}}
 }
 
 // State is the store the FSM writes.
@@ -136,11 +145,11 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if obj.UID != cur.UID {
 			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID}}
 		}
-		curData, err := storedData(cur)
-		if err != nil {
+		var err error
+		if f.buf, err = appendStored(f.buf[:0], cur, f.copies, false); err != nil {
 			panic(fmt.Sprintf("fsm: entry %d: encode %s: %v", l.Index, cur.Key, err))
 		}
-		if bytes.Equal(cmd.Object, curData) {
+		if bytes.Equal(cmd.Object, f.buf) {
 			return &Result{Object: cur}
 		}
 		txn.Put(obj, cur, at)
@@ -210,30 +219,66 @@ func (f *FSM) unmarshal(resource string, data []byte) (o StoredObject, keep []by
 	if err := o.Unmarshal(data); err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", resource, err)
 	}
-	if again, err := o.Marshal(); err != nil || !bytes.Equal(again, data) {
+	n := o.Size()
+	f.buf = slices.Grow(f.buf[:0], n)[:n]
+	if m, err := o.MarshalToSizedBuffer(f.buf); err != nil || m != n || !bytes.Equal(f.buf, data) {
 		keep = bytes.Clone(data)
 	}
 	f.intern.object(o)
 	return o, keep, nil
 }
 
-// storedData is o's protobuf encoding with resourceVersion unset, as the
-// command that wrote it carried it: the bytes kept in Data, or else Obj
-// encoded again.
-func storedData(o *state.Object) ([]byte, error) {
-	if o.Data != nil {
-		return o.Data, nil
-	}
+// storedCopies holds one object of each stored type, to be overwritten
+// with a stored object minus its resourceVersion for encoding: an encoding
+// per update and one per object in a snapshot then allocate nothing. Not
+// safe for concurrent use; a nil storedCopies allocates a copy each time.
+type storedCopies map[reflect.Type]reflect.Value
+
+// withoutRV returns a shallow copy of o's object with resourceVersion
+// unset (Obj is shared and never changes; the copy owns only that field),
+// valid until the next call for the same type.
+func (c storedCopies) withoutRV(o *state.Object) (StoredObject, error) {
 	st, ok := o.Obj.(StoredObject)
 	if !ok {
 		return nil, fmt.Errorf("stored object %s is a %T", o.Key, o.Obj)
 	}
-	// Obj is shared and never changes: clear resourceVersion on a shallow
-	// copy, which owns only that field.
 	v := reflect.ValueOf(st).Elem()
-	c := reflect.New(v.Type())
-	c.Elem().Set(v)
-	cp := c.Interface().(StoredObject)
-	cp.SetResourceVersion("")
-	return cp.Marshal()
+	cp, ok := c[v.Type()]
+	if !ok {
+		cp = reflect.New(v.Type())
+		if c != nil {
+			c[v.Type()] = cp
+		}
+	}
+	cp.Elem().Set(v)
+	s := cp.Interface().(StoredObject)
+	s.SetResourceVersion("")
+	return s, nil
+}
+
+// appendStored appends o's protobuf encoding with resourceVersion unset,
+// as the command that wrote it carried it — the bytes kept in Data, or
+// else Obj encoded again — preceded by its length as a uvarint if withLen.
+func appendStored(b []byte, o *state.Object, c storedCopies, withLen bool) ([]byte, error) {
+	if o.Data != nil {
+		if withLen {
+			b = binary.AppendUvarint(b, uint64(len(o.Data)))
+		}
+		return append(b, o.Data...), nil
+	}
+	s, err := c.withoutRV(o)
+	if err != nil {
+		return b, err
+	}
+	n := s.Size()
+	if withLen {
+		b = binary.AppendUvarint(b, uint64(n))
+	}
+	b = slices.Grow(b, n)
+	if m, err := s.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
+		return b, err
+	} else if m != n {
+		return b, fmt.Errorf("encode %s: %d bytes of %d", o.Key, m, n)
+	}
+	return b[:len(b)+n], nil
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math/rand"
 	"os"
@@ -106,7 +107,7 @@ func eventsSince(s *state.Store, rv uint64) (evs []state.Event, applied uint64, 
 // dataOf is the object's stored encoding, kept or derived.
 func dataOf(t testing.TB, o *state.Object) []byte {
 	t.Helper()
-	b, err := storedData(o)
+	b, err := appendStored(nil, o, nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1559,5 +1560,47 @@ func TestEmptySnapshot(t *testing.T) {
 	}
 	if evs, _, ok, _ := eventsSince(f.State(), 0); !ok || len(evs) != 0 {
 		t.Fatalf("events %+v ok=%v", evs, ok)
+	}
+}
+
+// TestAppendStoredReusesCopies: encodings made through one storedCopies,
+// one object after another of the same type, are each that object's, with
+// resourceVersion unset, and the stored objects keep theirs.
+func TestAppendStoredReusesCopies(t *testing.T) {
+	objs := make([]*state.Object, 3)
+	for i := range objs {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l%d", i), Namespace: "ns", UID: types.UID(fmt.Sprint("uid-", i)), ResourceVersion: strconv.Itoa(10 + i)},
+			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo(fmt.Sprint("holder-", i))},
+		}
+		objs[i] = &state.Object{Key: state.Key{Resource: "leases", Namespace: "ns", Name: l.Name}, RV: uint64(10 + i), Obj: l}
+	}
+	// Kept bytes are written as kept.
+	objs[2].Data = []byte("kept as written")
+	copies := storedCopies{}
+	for round := range 2 {
+		for i, o := range objs {
+			got, err := appendStored([]byte("x"), o, copies, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := o.Data
+			if want == nil {
+				cp := o.Obj.DeepCopyObject().(*coordinationv1.Lease)
+				cp.ResourceVersion = ""
+				if want, err = cp.Marshal(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if wantAll := append(binary.AppendUvarint([]byte("x"), uint64(len(want))), want...); !bytes.Equal(got, wantAll) {
+				t.Errorf("round %d, object %d: appended %q, want %q", round, i, got, wantAll)
+			}
+			if rv := o.Obj.(*coordinationv1.Lease).ResourceVersion; rv != strconv.Itoa(10+i) {
+				t.Errorf("round %d: stored object %d has resourceVersion %q now", round, i, rv)
+			}
+		}
+	}
+	if len(copies) != 1 {
+		t.Errorf("%d copies kept for one type", len(copies))
 	}
 }

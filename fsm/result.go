@@ -55,13 +55,14 @@ func EncodeResult(res *Result) ([]byte, error) {
 		return nil, fmt.Errorf("result error %T is not a state error", res.Err)
 	}
 	if o := res.Object; o != nil {
-		data, err := storedData(o)
-		if err != nil {
-			return nil, err
-		}
 		str(resTagResource, o.Key.Resource)
 		num(resTagRV, o.RV)
-		field(resTagObject, data)
+		// Called concurrently (one per forwarded write): no shared copies.
+		var err error
+		if b, err = appendStored(binary.AppendUvarint(b, resTagObject), o, nil, true); err != nil {
+			return nil, err
+		}
+		n++
 	}
 	return append(binary.AppendUvarint(nil, uint64(n)), b...), nil
 }

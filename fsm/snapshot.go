@@ -89,8 +89,9 @@ func (s *snapshot) write(w io.Writer) error {
 	}
 	var err error
 	written := make(map[*state.Object]uint64, len(s.objs))
+	copies := storedCopies{}
 	for _, o := range s.objs {
-		if rec, err = appendVersion(rec[:0], o, written); err != nil {
+		if rec, err = appendVersion(rec[:0], o, written, copies); err != nil {
 			return err
 		}
 		if err := put(recObject); err != nil {
@@ -100,12 +101,12 @@ func (s *snapshot) write(w io.Writer) error {
 	for _, e := range s.events {
 		rec = appendString(rec[:0], string(e.Type))
 		rec = binary.AppendVarint(rec, e.At)
-		if rec, err = appendVersion(rec, e.Object, written); err != nil {
+		if rec, err = appendVersion(rec, e.Object, written, copies); err != nil {
 			return err
 		}
 		if e.Prev != nil {
 			rec = append(rec, 1)
-			if rec, err = appendVersion(rec, e.Prev, written); err != nil {
+			if rec, err = appendVersion(rec, e.Prev, written, copies); err != nil {
 				return err
 			}
 		} else {
@@ -129,26 +130,25 @@ func appendString(b []byte, s string) []byte {
 
 // appendVersion appends a reference to o when written holds it, else o in
 // full, and adds it to written.
-func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64) ([]byte, error) {
+func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64, copies storedCopies) ([]byte, error) {
 	if n, ok := written[o]; ok {
 		return binary.AppendUvarint(b, n+1), nil
 	}
 	written[o] = uint64(len(written))
-	return appendObject(append(b, 0), o)
+	return appendObject(append(b, 0), o, copies)
 }
 
-func appendObject(b []byte, o *state.Object) ([]byte, error) {
-	data, err := storedData(o)
-	if err != nil {
-		return b, fmt.Errorf("encode %s: %w", o.Key, err)
-	}
+func appendObject(b []byte, o *state.Object, copies storedCopies) ([]byte, error) {
 	b = appendString(b, o.Key.Resource)
 	b = appendString(b, o.Key.Namespace)
 	b = appendString(b, o.Key.Name)
 	b = binary.AppendUvarint(b, o.RV)
 	b = appendString(b, o.UID)
-	b = binary.AppendUvarint(b, uint64(len(data)))
-	return append(b, data...), nil
+	b, err := appendStored(b, o, copies, true)
+	if err != nil {
+		return b, fmt.Errorf("encode %s: %w", o.Key, err)
+	}
+	return b, nil
 }
 
 // Restore replaces the state with a snapshot's. The new state is built
