@@ -219,9 +219,7 @@ func (f *FSM) unmarshal(resource string, data []byte) (o StoredObject, keep []by
 	if err := o.Unmarshal(data); err != nil {
 		return nil, nil, fmt.Errorf("decode %s: %w", resource, err)
 	}
-	n := o.Size()
-	f.buf = slices.Grow(f.buf[:0], n)[:n]
-	if m, err := o.MarshalToSizedBuffer(f.buf); err != nil || m != n || !bytes.Equal(f.buf, data) {
+	if f.buf, err = appendEncoding(f.buf[:0], o, o.Size()); err != nil || !bytes.Equal(f.buf, data) {
 		keep = bytes.Clone(data)
 	}
 	f.intern.object(o)
@@ -274,11 +272,16 @@ func appendStored(b []byte, o *state.Object, c storedCopies, withLen bool) ([]by
 	if withLen {
 		b = binary.AppendUvarint(b, uint64(n))
 	}
+	return appendEncoding(b, s, n)
+}
+
+// appendEncoding appends o's protobuf encoding, n = o.Size() bytes, to b.
+func appendEncoding(b []byte, o StoredObject, n int) ([]byte, error) {
 	b = slices.Grow(b, n)
-	if m, err := s.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
+	if m, err := o.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
 		return b, err
 	} else if m != n {
-		return b, fmt.Errorf("encode %s: %d bytes of %d", o.Key, m, n)
+		return b, fmt.Errorf("encoded %d bytes of %d", m, n)
 	}
 	return b[:len(b)+n], nil
 }
