@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -250,29 +251,30 @@ type rebuiltView struct {
 func (r *rebuiltViews) get(gen, idx uint64) (*node, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, v := range r.views {
-		if v.gen == gen && v.idx == idx {
-			copy(r.views[i:], r.views[i+1:])
-			r.views[len(r.views)-1] = v
-			return v.root, true
-		}
+	i := r.index(gen, idx)
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	v := r.views[i]
+	r.views = append(append(r.views[:i], r.views[i+1:]...), v)
+	return v.root, true
 }
 
 func (r *rebuiltViews) add(gen, idx uint64, root *node) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, v := range r.views {
-		if v.gen == gen && v.idx == idx {
-			r.views = append(r.views[:i], r.views[i+1:]...)
-			break
-		}
+	if i := r.index(gen, idx); i >= 0 {
+		r.views = append(r.views[:i], r.views[i+1:]...)
 	}
 	if len(r.views) == rebuiltViewsKept {
 		r.views = append(r.views[:0], r.views[1:]...)
 	}
 	r.views = append(r.views, rebuiltView{gen: gen, idx: idx, root: root})
+}
+
+// index is the position of the view of gen and idx, or -1. r.mu is held.
+func (r *rebuiltViews) index(gen, idx uint64) int {
+	return slices.IndexFunc(r.views, func(v rebuiltView) bool { return v.gen == gen && v.idx == idx })
 }
 
 // dropBefore drops the views of indexes before idx.
