@@ -16,16 +16,22 @@ import (
 )
 
 func compareMain(args []string) int {
+	return resultsMain("compare", "(results written with --json)", args, printComparison)
+}
+
+// resultsMain is a subcommand that prints a table of the results in the
+// files named by args.
+func resultsMain(name, usage string, args []string, print func(io.Writer, []*Result)) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "usage: leasebench compare RESULT.json...  (results written with --json)")
+		fmt.Fprintf(os.Stderr, "usage: leasebench %s RESULT.json...  %s\n", name, usage)
 		return 2
 	}
 	results, err := readResults(args)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "leasebench compare:", err)
+		fmt.Fprintf(os.Stderr, "leasebench %s: %v\n", name, err)
 		return 1
 	}
-	printComparison(os.Stdout, results)
+	print(os.Stdout, results)
 	return 0
 }
 

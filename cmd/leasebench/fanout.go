@@ -8,22 +8,11 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 )
 
 func fanoutMain(args []string) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprintln(os.Stderr, "usage: leasebench fanout RESULT.json...  (renew runs without watchers, watch runs with them; written with --json)")
-		return 2
-	}
-	results, err := readResults(args)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "leasebench fanout:", err)
-		return 1
-	}
-	printFanout(os.Stdout, results)
-	return 0
+	return resultsMain("fanout", "(renew runs without watchers, watch runs with them; written with --json)", args, printFanout)
 }
 
 type fanoutKey struct {
