@@ -67,7 +67,7 @@ type Config struct {
 
 func (c *Config) setDefaults() {
 	if c.SnapshotThreshold == 0 {
-		c.SnapshotThreshold = 8192
+		c.SnapshotThreshold = 32768
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = 15 * time.Second
