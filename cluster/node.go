@@ -169,7 +169,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	}
 	n.bolt = bolt
 	n.stable = &stableStore{StableStore: bolt}
-	logs, err := raft.NewLogCache(512, bolt)
+	logs, err := raft.NewLogCache(512, newLogStore(bolt))
 	if err != nil {
 		bolt.Close()
 		return nil, err
