@@ -106,7 +106,7 @@ func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *reg
 		return nil, err
 	}
 	gvk := res.GroupVersionKind()
-	obj, strict, err := in.decode(body, gvk, res.New())
+	obj, strict, err := in.decode(body, gvk, func() runtime.Object { return res.New() })
 	if err != nil {
 		return nil, err
 	}
