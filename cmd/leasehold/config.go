@@ -17,6 +17,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
 // Peer is one founding member from --initial-cluster.
@@ -59,25 +61,14 @@ const (
 	cfgDefaultAPIAddr  = "127.0.0.1:7001"
 	cfgDefaultPeerAddr = "127.0.0.1:8001"
 	cfgDefaultLogLevel = "info"
-	// A snapshot writes the whole watch history (100,000 events, 25–40 MB,
-	// 0.3–0.6 s of CPU), however few entries came since the last one, so
-	// the threshold sets how often each entry pays for it: every 32,768
-	// entries is three event encodings per entry where 8,192 was twelve.
-	// At 300 writes/s that is a snapshot every two minutes instead of every
-	// 30–45 s, each one a stall that watchers see as delivery lag; above
-	// about 1,100 writes/s the interval below decides anyway.
-	cfgDefaultSnapshotThreshold = 32768
-	// Under steady writes the Raft log grows for one to two intervals
-	// (raft adds up to one of jitter) before a snapshot truncates it, and
-	// bbolt's file never shrinks: at 4,000 writes/s, 30s let it reach
-	// 100–130 MB of mapped pages per node, 15s 50–70 MB, for a snapshot of
-	// 100,000 Leases and their history (about 25 MB, 150 ms) twice as often.
-	cfgDefaultSnapshotInterval = 15 * time.Second
-	cfgDefaultTrailingLogs     = 10240
-	cfgDefaultHeartbeatTimeout = 1 * time.Second
-	cfgDefaultWriteTimeout     = 5 * time.Second
-	cfgDefaultWatchHistory     = 100000
-	cfgDefaultWatchHistoryAge  = 5 * time.Minute
+	// The Raft settings default to what cluster.Config does when unset.
+	cfgDefaultSnapshotThreshold = cluster.DefaultSnapshotThreshold
+	cfgDefaultSnapshotInterval  = cluster.DefaultSnapshotInterval
+	cfgDefaultTrailingLogs      = cluster.DefaultTrailingLogs
+	cfgDefaultHeartbeatTimeout  = cluster.DefaultHeartbeatTimeout
+	cfgDefaultWriteTimeout      = cluster.DefaultWriteTimeout
+	cfgDefaultWatchHistory      = 100000
+	cfgDefaultWatchHistoryAge   = 5 * time.Minute
 
 	cfgDefaultElectionPingWindow    = 5 * time.Second
 	cfgDefaultElectionResync        = 5 * time.Second
