@@ -37,15 +37,29 @@ func newCollector(n *Node) *collector {
 }
 
 // newReadIndexHistogram times LinearizableRead's read index step: on the
-// leader a quorum heartbeat round, on a follower also the round trip to the
-// leader. It is observed on every read, so it is a live metric, not one
+// leader a quorum heartbeat round, on a follower the request to the leader
+// (which in a three-node cluster needs no round: see leaderReadIndex). It is observed on every read, so it is a live metric, not one
 // computed at scrape time.
 func newReadIndexHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "leasehold_read_index_duration_seconds",
-		Help:    "Time to obtain a read index for a linearizable read (leader: quorum heartbeat round; follower: also the request to the leader).",
+		Help:    "Time to obtain a read index for a linearizable read (leader: quorum heartbeat round; follower: the request to the leader).",
 		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 	})
+}
+
+// newReadIndexesCounter counts the read indexes the leader gave (to its own
+// reads and to followers'), by how it confirmed its leadership: "asker", a
+// follower that asked in the leader's term and with it makes a majority, or
+// "quorum_round", a heartbeat round to the voters.
+func newReadIndexesCounter() *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasehold_read_indexes_total",
+		Help: "Read indexes this node gave as leader, by how its leadership was confirmed (asker: the asking follower's term; quorum_round: a heartbeat round).",
+	}, []string{"confirmation"})
+	c.WithLabelValues("asker")
+	c.WithLabelValues("quorum_round")
+	return c
 }
 
 // forwardOutcomes are the values of leasehold_forwarded_writes_total's
@@ -73,6 +87,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	c.n.readIndexSeconds.Describe(ch)
+	c.n.readIndexesGiven.Describe(ch)
 	c.n.forwarded.Describe(ch)
 }
 
@@ -103,6 +118,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ready, _ := n.Ready()
 	gauge(c.readiness, b2f(ready))
 	n.readIndexSeconds.Collect(ch)
+	n.readIndexesGiven.Collect(ch)
 	n.forwarded.Collect(ch)
 }
 

@@ -138,6 +138,9 @@ type Node struct {
 	readIndexes coalescer[uint64]   // a follower's read-index requests
 	// readIndexSeconds times the read index step of linearizable reads.
 	readIndexSeconds prometheus.Histogram
+	// readIndexesGiven counts, on the leader, the read indexes it gave, by
+	// how its leadership was confirmed.
+	readIndexesGiven *prometheus.CounterVec
 	// forwarded counts the commands this node sent to the leader.
 	forwarded *prometheus.CounterVec
 
@@ -173,6 +176,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		stopCh:   make(chan struct{}),
 
 		readIndexSeconds: newReadIndexHistogram(),
+		readIndexesGiven: newReadIndexesCounter(),
 		forwarded:        newForwardedCounter(),
 	}
 	n.fsmTypes = fsm.DefaultTypes()
@@ -459,7 +463,7 @@ func (n *Node) EnsureCurrent(ctx context.Context) error {
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	for {
 		if n.raft.State() == raft.Leader {
-			idx, err := n.leaderReadIndex(ctx)
+			idx, err := n.leaderReadIndex(ctx, transport.Asker{})
 			if !errors.Is(err, ErrNotLeader) {
 				return idx, err
 			}
@@ -471,10 +475,11 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 			if addr != string(n.trans.LocalAddr()) {
 				idx, err := n.readIndexes.run(ctx, func() (uint64, error) {
 					// The request serves every reader that joined; none of
-					// their deadlines is its own.
+					// their deadlines is its own. The term is read now,
+					// after they arrived: see leaderReadIndex.
 					rctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 					defer cancel()
-					return n.client.ReadIndex(rctx, addr)
+					return n.client.ReadIndex(rctx, addr, transport.Asker{ID: n.cfg.Name, Term: n.raft.CurrentTerm()})
 				})
 				if err == nil {
 					return idx, nil
@@ -498,19 +503,58 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	}
 }
 
-func (n *Node) leaderReadIndex(ctx context.Context) (uint64, error) {
+// leaderReadIndex is the leader's side of ReadIndex, for its own readers
+// (from is the zero Asker) or for a follower's.
+//
+// The commit index is a read index once the leader knows that no other
+// leader had been elected when the reads arrived; a quorum acknowledging its
+// term after that shows it (Raft thesis 6.4). A follower asking in the
+// leader's term is such an acknowledgment: it read its term after its
+// reads arrived, and a node's term rises before it grants a vote in a later
+// one. When the asker and the leader are a majority of the voters, as in a
+// three-node cluster, no further round is needed: a leader of a later term
+// needs a majority's votes, so one of the two; the asker had not voted when
+// it asked, and the leader has not, being leader of its term still. The
+// index, read after the asker's acknowledgment, covers every write
+// acknowledged before it, and only committed entries.
+func (n *Node) leaderReadIndex(ctx context.Context, from transport.Asker) (uint64, error) {
 	t := n.raft.CurrentTerm()
 	if err := n.EnsureCurrent(ctx); err != nil {
 		return 0, err
 	}
 	idx := n.raft.CommitIndex()
-	if _, err := n.verify.run(ctx, n.verifyLeader); err != nil {
-		return 0, err
+	if from.Term == t && majorityWith(n.raft.GetConfiguration().Configuration(), raft.ServerID(n.cfg.Name), raft.ServerID(from.ID)) {
+		n.readIndexesGiven.WithLabelValues("asker").Inc()
+	} else {
+		n.readIndexesGiven.WithLabelValues("quorum_round").Inc()
+		if _, err := n.verify.run(ctx, n.verifyLeader); err != nil {
+			return 0, err
+		}
 	}
-	if n.raft.CurrentTerm() != t {
+	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != t {
 		return 0, ErrNotLeader
 	}
 	return idx, nil
+}
+
+// majorityWith reports whether self and asker make a majority of the
+// voters of conf (for the leader, its latest configuration: the one Raft's
+// own quorum rounds count).
+func majorityWith(conf raft.Configuration, self, asker raft.ServerID) bool {
+	if asker == "" || asker == self {
+		return false
+	}
+	voters, both := 0, 0
+	for _, s := range conf.Servers {
+		if s.Suffrage != raft.Voter {
+			continue
+		}
+		voters++
+		if s.ID == asker || s.ID == self {
+			both++
+		}
+	}
+	return both == 2 && 2 > voters/2
 }
 
 // verifyLeader is one quorum round. VerifyLeader has no timeout of its own:
@@ -589,11 +633,11 @@ func (h rpcHandler) Apply(ctx context.Context, data []byte) (uint64, []byte, err
 
 // ReadIndex is answered by the leader only; a follower never asks another
 // follower on a caller's behalf.
-func (h rpcHandler) ReadIndex(ctx context.Context) (uint64, error) {
+func (h rpcHandler) ReadIndex(ctx context.Context, from transport.Asker) (uint64, error) {
 	if h.n.raft.State() != raft.Leader {
 		return 0, transport.ErrNotLeader
 	}
-	idx, err := h.n.leaderReadIndex(ctx)
+	idx, err := h.n.leaderReadIndex(ctx, from)
 	if errors.Is(err, ErrNotLeader) {
 		return 0, transport.ErrNotLeader
 	}

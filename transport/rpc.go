@@ -40,7 +40,7 @@ type Handler interface {
 	ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPResponse
 	// ReadIndex returns an index such that once the caller has applied it,
 	// its state reflects every write acknowledged before the call.
-	ReadIndex(ctx context.Context) (uint64, error)
+	ReadIndex(ctx context.Context, from Asker) (uint64, error)
 	// Apply commits an encoded log command and returns its index and its
 	// encoded result. It returns ErrNotLeader or ErrNotApplied when nothing
 	// was written; any other error leaves the outcome unknown.
@@ -61,10 +61,19 @@ const (
 	rpcApply     = 3
 )
 
+// Asker is the node asking for a read index: its Raft server ID and its
+// current term when it sent the request. A peer that sends no Asker (the
+// zero value) is answered all the same.
+type Asker struct {
+	ID   string
+	Term uint64
+}
+
 type rpcRequest struct {
 	Kind    uint8
 	Forward *HTTPRequest
 	Command []byte
+	Asker   Asker
 	// Timeout is the caller's remaining budget, so the server gives up when
 	// the caller will.
 	Timeout time.Duration
@@ -106,7 +115,7 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 			}
 			resp.Forward = h.ForwardHTTP(ctx, req.Forward)
 		case rpcReadIndex:
-			idx, err := h.ReadIndex(ctx)
+			idx, err := h.ReadIndex(ctx, req.Asker)
 			resp.Index = idx
 			if errors.Is(err, ErrNotLeader) {
 				resp.NotLeader = true
@@ -180,9 +189,9 @@ func (cl *Client) Forward(ctx context.Context, addr string, req *HTTPRequest) (*
 	return resp.Forward, nil
 }
 
-// ReadIndex asks the leader at addr for a read index.
-func (cl *Client) ReadIndex(ctx context.Context, addr string) (uint64, error) {
-	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcReadIndex})
+// ReadIndex asks the leader at addr for a read index on from's behalf.
+func (cl *Client) ReadIndex(ctx context.Context, addr string, from Asker) (uint64, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcReadIndex, Asker: from})
 	if err != nil {
 		return 0, err
 	}

@@ -20,7 +20,7 @@ import (
 // fakeHandler answers RPCs with the given functions.
 type fakeHandler struct {
 	forward   func(ctx context.Context, req *HTTPRequest) *HTTPResponse
-	readIndex func(ctx context.Context) (uint64, error)
+	readIndex func(ctx context.Context, from Asker) (uint64, error)
 	apply     func(ctx context.Context, cmd []byte) (uint64, error)
 }
 
@@ -36,7 +36,9 @@ func (h *fakeHandler) ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPRe
 	return h.forward(ctx, req)
 }
 
-func (h *fakeHandler) ReadIndex(ctx context.Context) (uint64, error) { return h.readIndex(ctx) }
+func (h *fakeHandler) ReadIndex(ctx context.Context, from Asker) (uint64, error) {
+	return h.readIndex(ctx, from)
+}
 
 // echoHandler answers a forward with the request's body and a header naming
 // the server, and ReadIndex with idx.
@@ -45,7 +47,7 @@ func echoHandler(server string, idx uint64) *fakeHandler {
 		forward: func(_ context.Context, req *HTTPRequest) *HTTPResponse {
 			return &HTTPResponse{Status: 200, Header: http.Header{"X-Server": {server}}, Body: req.Body}
 		},
-		readIndex: func(context.Context) (uint64, error) { return idx, nil },
+		readIndex: func(context.Context, Asker) (uint64, error) { return idx, nil },
 	}
 }
 
@@ -169,7 +171,9 @@ func (s *scriptedErr) get() error {
 
 func TestReadIndexRoundTrip(t *testing.T) {
 	var answer scriptedErr
-	h := &fakeHandler{readIndex: func(ctx context.Context) (uint64, error) {
+	asked := make(chan Asker, 10)
+	h := &fakeHandler{readIndex: func(ctx context.Context, from Asker) (uint64, error) {
+		asked <- from
 		if err := answer.get(); err != nil {
 			return 0, err
 		}
@@ -180,15 +184,19 @@ func TestReadIndexRoundTrip(t *testing.T) {
 	addr := srv.Addr().String()
 
 	answer.set(nil)
-	if idx, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); err != nil || idx != 42 {
+	from := Asker{ID: "n2", Term: 7}
+	if idx, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, from); err != nil || idx != 42 {
 		t.Fatalf("ReadIndex = %d, %v; want 42", idx, err)
 	}
+	if got := <-asked; got != from {
+		t.Errorf("the handler was asked by %+v, want %+v", got, from)
+	}
 	answer.set(ErrNotLeader)
-	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); !errors.Is(err, ErrNotLeader) {
+	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{}); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("ReadIndex on a non-leader: %v, want ErrNotLeader", err)
 	}
 	answer.set(errors.New("boom"))
-	_, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr)
+	_, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{})
 	if err == nil || !strings.Contains(err.Error(), "boom") || errors.Is(err, ErrNotLeader) || errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("ReadIndex failing on the server: %v, want the server's error", err)
 	}
@@ -247,7 +255,7 @@ func TestPooledConnectionReuse(t *testing.T) {
 
 	for i := range 20 {
 		if i%2 == 0 {
-			if _, err := cl.ReadIndex(ctx, addr); err != nil {
+			if _, err := cl.ReadIndex(ctx, addr, Asker{}); err != nil {
 				t.Fatal(err)
 			}
 		} else if _, err := cl.Forward(ctx, addr, &HTTPRequest{Body: []byte("x")}); err != nil {
@@ -286,7 +294,7 @@ func TestPooledConnectionReuse(t *testing.T) {
 		t.Errorf("%d pooled connections after the burst, want %d", n, opened)
 	}
 	for range 20 {
-		if _, err := cl.ReadIndex(ctx, addr); err != nil {
+		if _, err := cl.ReadIndex(ctx, addr, Asker{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -345,7 +353,7 @@ func TestRedialAfterServerRestartWithPooledConn(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); err != nil {
+				if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{}); err != nil {
 					t.Error(err)
 				}
 			}()
@@ -357,7 +365,7 @@ func TestRedialAfterServerRestartWithPooledConn(t *testing.T) {
 		srv.Close()
 		_, accepts := newServer(t, addr, echoHandler("new", 2))
 		for range 3 {
-			idx, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr)
+			idx, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{})
 			if err != nil {
 				t.Fatalf("round %d: ReadIndex after restart: %v", round, err)
 			}
@@ -426,7 +434,7 @@ func TestUnknownOutcomeWhenServerDropsConnection(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the server never received the request")
 	}
-	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); !errors.Is(err, ErrUnknownOutcome) {
+	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{}); !errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("ReadIndex: %v, want ErrUnknownOutcome", err)
 	}
 	// The broken connections are not pooled.
@@ -515,7 +523,7 @@ func TestUnknownConnectionTypeIsClosed(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// The mux still serves.
-	if _, err := newClient(t).ReadIndex(ctxFor(t, 5*time.Second), srv.Addr().String()); err != nil {
+	if _, err := newClient(t).ReadIndex(ctxFor(t, 5*time.Second), srv.Addr().String(), Asker{}); err != nil {
 		t.Errorf("ReadIndex after bad connections: %v", err)
 	}
 }
@@ -531,7 +539,7 @@ func TestMuxCloseClosesConnections(t *testing.T) {
 
 	cl := newClient(t)
 	// An idle pooled RPC connection (the server is blocked reading it).
-	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr); err != nil {
+	if _, err := cl.ReadIndex(ctxFor(t, 5*time.Second), addr, Asker{}); err != nil {
 		t.Fatal(err)
 	}
 	cl.mu.Lock()
@@ -621,7 +629,7 @@ func TestCancelRacingAnswerDoesNotPoisonPool(t *testing.T) {
 			}
 			return &HTTPResponse{Status: 200}
 		},
-		readIndex: func(context.Context) (uint64, error) { return 1, nil },
+		readIndex: func(context.Context, Asker) (uint64, error) { return 1, nil },
 	}
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	addr := srv.Addr().String()
