@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/fsm/state"
 )
 
 // Peer is one founding member from --initial-cluster.
@@ -67,8 +68,9 @@ const (
 	cfgDefaultTrailingLogs      = cluster.DefaultTrailingLogs
 	cfgDefaultHeartbeatTimeout  = cluster.DefaultHeartbeatTimeout
 	cfgDefaultWriteTimeout      = cluster.DefaultWriteTimeout
-	cfgDefaultWatchHistory      = 100000
-	cfgDefaultWatchHistoryAge   = 5 * time.Minute
+	// And the watch history's to what the state store does.
+	cfgDefaultWatchHistory    = state.DefaultHistoryEvents
+	cfgDefaultWatchHistoryAge = state.DefaultHistoryAge
 
 	cfgDefaultElectionPingWindow    = 5 * time.Second
 	cfgDefaultElectionResync        = 5 * time.Second

@@ -99,6 +99,14 @@ type Config struct {
 	EncodingCacheBytes int
 }
 
+// The watch history's defaults: about what kube-apiserver's watch cache
+// holds for a busy resource, for as long as etcd keeps revisions under
+// kube-apiserver's default compaction (every 5 minutes).
+const (
+	DefaultHistoryEvents = 100000
+	DefaultHistoryAge    = 5 * time.Minute
+)
+
 // DefaultConfig keeps about as much as kube-apiserver's watch cache.
 func DefaultConfig() Config {
 	// 16 MiB of encodings is the last ~10 s of writes at 1,500 writes/s
@@ -106,7 +114,7 @@ func DefaultConfig() Config {
 	// cover a paginated list's pages for 128 commits: seconds at a few
 	// hundred commits a second, after which pages are served from views
 	// rebuilt from the history.
-	return Config{HistoryEvents: 100000, HistoryAge: 5 * time.Minute, ListSnapshots: 128, EncodingCacheBytes: 16 << 20}
+	return Config{HistoryEvents: DefaultHistoryEvents, HistoryAge: DefaultHistoryAge, ListSnapshots: 128, EncodingCacheBytes: 16 << 20}
 }
 
 // New returns an empty store.
