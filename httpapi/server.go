@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/mux"
@@ -44,6 +45,9 @@ type Server struct {
 	router       *mux.Router
 	metrics      *metrics
 	elections    func() any
+	// watchStreams is the number of open watch streams, which share a
+	// budget of writes (see flushInterval).
+	watchStreams atomic.Int64
 }
 
 // New builds the API and registers it with the node as the handler of

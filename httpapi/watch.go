@@ -27,17 +27,27 @@ const (
 	bookmarkBeforeTimeout = 2 * time.Second
 )
 
+// A watch stream writes what committed since its last write in one write,
+// and writes at most once per flush interval. Writing to a socket is most
+// of what a watch costs the server (and reading it, the client), so the
+// node's open streams share a budget of streamWritesPerSecond: with N open,
+// each writes at most every N/streamWritesPerSecond, and never waits more
+// than maxFlushInterval. One stream, or a few dozen, write each commit at
+// once; a thousand watchers of Leases renewed 300 times a second make
+// 20,000 writes a second instead of 300,000, an event waiting up to 50 ms.
+// Against a 25 ms cap, on two cores shared with the writers and a thousand
+// readers, the watch node's CPU went from 0.63 to 0.47–0.55 of a core and
+// delivery lag p99 from 89–124 to 66–110 ms, for 2–8 ms more at the median.
+const (
+	streamWritesPerSecond = 20000
+	maxFlushInterval      = 50 * time.Millisecond
+)
+
 // flushInterval is the shortest time between two writes to one watch
-// stream: what commits meanwhile goes out in one write. Writing to a socket
-// is most of what a watch costs the server (and reading it, the client), so
-// a busy stream costs one wakeup and one write per interval instead of one
-// per commit: a thousand watchers of Leases renewed 300 times a second make
-// 20,000 writes a second instead of 300,000. An idle stream's next event
-// still goes out at once; a busy one's waits at most this long. Against
-// 25 ms, on two cores shared with the writers and a thousand readers, the
-// watch node's CPU went from 0.63 to 0.47–0.55 of a core and delivery lag
-// p99 from 89–124 to 66–110 ms, for 2–8 ms more at the median.
-const flushInterval = 50 * time.Millisecond
+// stream while streams are open.
+func flushInterval(streams int64) time.Duration {
+	return min(maxFlushInterval, time.Duration(streams)*time.Second/streamWritesPerSecond)
+}
 
 // maxBatch is how many bytes of frames a watch stream holds before writing
 // them out even between flushes (a long initial list, a burst).
@@ -132,6 +142,8 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	// flush.
 	stream, ctx, cancelStream := startWatchStream(ctx, w, req)
 	defer stream.close()
+	s.watchStreams.Add(1)
+	defer s.watchStreams.Add(-1)
 	defer cancelStream()
 	ok := true
 	flush := func() { ok = stream.flush() && ok }
@@ -191,7 +203,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for {
-		if d := flushInterval - time.Since(lastFlush); d > 0 {
+		if d := flushInterval(s.watchStreams.Load()) - time.Since(lastFlush); d > 0 {
 			pause.Reset(d)
 			select {
 			case <-pause.C:
