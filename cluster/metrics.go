@@ -38,8 +38,9 @@ func newCollector(n *Node) *collector {
 
 // newReadIndexHistogram times LinearizableRead's read index step: on the
 // leader a quorum heartbeat round, on a follower the request to the leader
-// (which in a three-node cluster needs no round: see leaderReadIndex). It is observed on every read, so it is a live metric, not one
-// computed at scrape time.
+// (which in a three-node cluster needs no round: see leaderReadIndex). It
+// is observed on every read, so it is a live metric, not one computed at
+// scrape time.
 func newReadIndexHistogram() prometheus.Histogram {
 	return prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "leasehold_read_index_duration_seconds",
