@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
@@ -79,5 +80,68 @@ func TestReadIndexConfirmation(t *testing.T) {
 			t.Errorf("ReadIndex for %+v (leader's term %d): %v by the asker, %v quorum rounds; want 0 and 1",
 				a, term, given("asker")-asker, given("quorum_round")-rounds)
 		}
+	}
+}
+
+// TestJoinedVoter: a node started with Join and added by the leader becomes
+// a voter, catches up and answers linearizable reads; with four voters a
+// follower's read index takes a quorum round again.
+func TestJoinedVoter(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.waitAllReady()
+	leader := c.node(l)
+	before := mustApply(t, leader, createCmd(t, "before-join", "h1"))
+
+	m, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := Config{
+		Name:             "n4",
+		DataDir:          filepath.Join(filepath.Dir(c.cfgs[0].DataDir), "n4"), // removed after the nodes close
+		Join:             true,
+		HeartbeatTimeout: testHeartbeat,
+		Logger:           testLogger(t, "n4"),
+	}
+	joined, err := New(cfg, m)
+	if err != nil {
+		_ = m.Close()
+		t.Fatalf("start n4: %v", err)
+	}
+	c.mu.Lock()
+	c.nodes, c.muxes = append(c.nodes, joined), append(c.muxes, m)
+	c.cfgs, c.addrs = append(c.cfgs, cfg), append(c.addrs, m.Addr().String())
+	c.mu.Unlock()
+	if err := leader.AddVoter(opCtx(t), "n4", m.Addr().String()); err != nil {
+		t.Fatalf("AddVoter: %v", err)
+	}
+	var voters int
+	for _, s := range leader.raft.GetConfiguration().Configuration().Servers {
+		if s.Suffrage == raft.Voter {
+			voters++
+		}
+	}
+	if voters != 4 {
+		t.Fatalf("%d voters after the join, want 4", voters)
+	}
+
+	after := mustApply(t, leader, createCmd(t, "after-join", "h2"))
+	if err := joined.LinearizableRead(opCtx(t)); err != nil {
+		t.Fatalf("read on the joined node: %v", err)
+	}
+	for name, rv := range map[string]uint64{"before-join": before, "after-join": after} {
+		if o := joined.State().Snapshot().Get(leaseKey(name)); o == nil || o.RV != rv {
+			t.Errorf("the joined node has %s at %v, want RV %d", name, o, rv)
+		}
+	}
+
+	given := func(how string) float64 { return testutil.ToFloat64(leader.readIndexesGiven.WithLabelValues(how)) }
+	asker, rounds := given("asker"), given("quorum_round")
+	if err := joined.LinearizableRead(opCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if given("asker") != asker || given("quorum_round") < rounds+1 {
+		t.Errorf("a follower's read with four voters: %v by the asker, %v quorum rounds; want 0 and 1",
+			given("asker")-asker, given("quorum_round")-rounds)
 	}
 }
