@@ -10,6 +10,12 @@ import (
 	"github.com/leasehold/leasehold/transport"
 )
 
+// readIndexesGiven is n's count of read indexes given as leader, confirmed
+// how ("asker" or "quorum_round").
+func readIndexesGiven(n *Node, how string) float64 {
+	return testutil.ToFloat64(n.readIndexesGiven.WithLabelValues(how))
+}
+
 // TestMajorityWith: the leader takes a follower's request as its
 // acknowledgment only when the two are a majority of the voters.
 func TestMajorityWith(t *testing.T) {
@@ -46,7 +52,7 @@ func TestReadIndexConfirmation(t *testing.T) {
 	l := c.waitAllReady()
 	leader := c.node(l)
 	f := c.node(c.followers(l)[0])
-	given := func(how string) float64 { return testutil.ToFloat64(leader.readIndexesGiven.WithLabelValues(how)) }
+	given := func(how string) float64 { return readIndexesGiven(leader, how) }
 
 	asker, rounds := given("asker"), given("quorum_round")
 	const reads = 20
@@ -135,7 +141,7 @@ func TestJoinedVoter(t *testing.T) {
 		}
 	}
 
-	given := func(how string) float64 { return testutil.ToFloat64(leader.readIndexesGiven.WithLabelValues(how)) }
+	given := func(how string) float64 { return readIndexesGiven(leader, how) }
 	asker, rounds := given("asker"), given("quorum_round")
 	if err := joined.LinearizableRead(opCtx(t)); err != nil {
 		t.Fatal(err)
