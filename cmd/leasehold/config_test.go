@@ -18,7 +18,7 @@ func defaultConfig() Config {
 		InitialCluster:    []Peer{{Name: "node1", Addr: "127.0.0.1:8001"}},
 		LogLevel:          "info",
 		SnapshotThreshold: 32768,
-		SnapshotInterval:  15 * time.Second,
+		SnapshotInterval:  2 * time.Second,
 		TrailingLogs:      10240,
 		HeartbeatTimeout:  time.Second,
 		WriteTimeout:      5 * time.Second,
@@ -332,7 +332,7 @@ func TestParseConfigHelp(t *testing.T) {
 			}
 		}
 		for _, s := range []string{"./data/<name>", "127.0.0.1:7001", "127.0.0.1:8001", "node1", "info",
-			"32768", "15s", "10240", "1s", "5s", "30m0s", "trace|debug|info|warn|error"} {
+			"32768", "2s", "10240", "1s", "5s", "30m0s", "trace|debug|info|warn|error"} {
 			if !strings.Contains(help, s) {
 				t.Errorf("help lacks default %q", s)
 			}
