@@ -171,8 +171,11 @@ echo "== scale: $SCALE_LEASES Leases stored (leasebench's setup creates them)"
 bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 1s --label "$SCALE_LEASES-leases" renew
 # RSS, and its parts: anonymous memory (the Go heap and runtime) and file
 # pages (bbolt memory-maps the Raft log; those pages are page cache the
-# kernel can take back).
-rss() { awk '/^VmRSS:/ {t = $2} /^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.0f MB (anon %.0f, file %.0f)", t / 1024, a / 1024, f / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$1/$1.pid")/status"; }
+# kernel can take back); and the size of that file, which never shrinks.
+rss() {
+	awk '/^VmRSS:/ {t = $2} /^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.0f MB (anon %.0f, file %.0f)", t / 1024, a / 1024, f / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$1/$1.pid")/status"
+	printf ', raft.db %.0f MB' "$(($(stat -c %s "$LEASEHOLD_DATA/$1/data/raft.db") / 1048576))"
+}
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
 if [[ -n $follower ]]; then
