@@ -78,6 +78,30 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 	})
+	// gorilla/mux tries routes in the order they were added, one regexp
+	// each, until one matches: the API group's goes first, and in it the
+	// object and collection routes that nearly every request takes. No two
+	// of these routes match the same path, so the order changes nothing
+	// else.
+	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
+	grp.Use(s.metrics.instrument)
+	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}/{name}", s.item)
+	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}", s.namespacedCollection)
+	grp.HandleFunc("/{version}/{resource}", s.clusterCollection)
+	grp.HandleFunc("", s.group)
+	grp.HandleFunc("/", s.group)
+	grp.HandleFunc("/{version}", s.versionResources)
+	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}/{name}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/watch/{resource}", s.deprecatedWatch)
+	grp.PathPrefix("/{version}/").HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if servedVersion(mux.Vars(req)["version"]) {
+			s.writeError(w, req, notFound())
+			return
+		}
+		r.NotFoundHandler.ServeHTTP(w, req)
+	})
+
 	r.HandleFunc("/livez", s.livez)
 	r.HandleFunc("/readyz", s.readyz)
 	r.HandleFunc("/healthz", s.readyz)
@@ -95,25 +119,6 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.Handle("/openapi/v2", openAPIv2)
 	r.Handle("/openapi/v3", openAPIv3)
 	r.PathPrefix("/openapi/v3/").Handler(openAPIv3Doc)
-
-	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
-	grp.Use(s.metrics.instrument)
-	grp.HandleFunc("", s.group)
-	grp.HandleFunc("/", s.group)
-	grp.HandleFunc("/{version}", s.versionResources)
-	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}/{name}", s.deprecatedWatch)
-	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}", s.deprecatedWatch)
-	grp.HandleFunc("/{version}/watch/{resource}", s.deprecatedWatch)
-	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}", s.namespacedCollection)
-	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}/{name}", s.item)
-	grp.HandleFunc("/{version}/{resource}", s.clusterCollection)
-	grp.PathPrefix("/{version}/").HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if servedVersion(mux.Vars(req)["version"]) {
-			s.writeError(w, req, notFound())
-			return
-		}
-		r.NotFoundHandler.ServeHTTP(w, req)
-	})
 	return r
 }
 
