@@ -152,6 +152,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if bytes.Equal(cmd.Object, f.buf) {
 			return &Result{Object: cur}
 		}
+		shareUnchanged(obj, cur)
 		txn.Put(obj, cur, at)
 		return &Result{Object: obj}
 	case CmdDelete:
@@ -163,6 +164,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		o := cur.Obj.DeepCopyObject().(StoredObject)
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
 		tomb := &state.Object{Key: cur.Key, RV: l.Index, UID: cur.UID, Data: cur.Data, Obj: o}
+		shareUnchanged(tomb, cur)
 		txn.Delete(cur, tomb, at)
 		return &Result{Object: tomb}
 	case CmdNoop:

@@ -3,7 +3,11 @@ package fsm
 import (
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/leasehold/leasehold/fsm/state"
 )
 
 // maxInterned bounds each of the interner's tables; past it a table starts
@@ -102,4 +106,66 @@ func (in *interner) time(t *metav1.Time) *metav1.Time {
 	}
 	in.times[t.Time] = t
 	return t
+}
+
+// shareUnchanged makes o, the next version of the object whose version is
+// prev, hold prev's copy of every value the two versions share. The history
+// keeps both (o's event has prev as its previous state) and a renewal
+// changes a time and little else, so a Lease renewed many times over would
+// otherwise hold its name, uid, holder and durations once per version. Only
+// values equal as == are shared, so readers cannot tell; stored objects are
+// never mutated, so sharing is safe. o is not yet visible to anyone else.
+func shareUnchanged(o, prev *state.Object) {
+	if o.Key != prev.Key {
+		return
+	}
+	obj, old := o.Obj.(metav1.Object), prev.Obj.(metav1.Object)
+	if obj.GetName() == old.GetName() {
+		obj.SetName(old.GetName())
+		o.Key.Name = prev.Key.Name
+	}
+	if obj.GetUID() == old.GetUID() {
+		obj.SetUID(old.GetUID())
+		o.UID = prev.UID
+	}
+	switch n := o.Obj.(type) {
+	case *coordinationv1.Lease:
+		p, ok := prev.Obj.(*coordinationv1.Lease)
+		if !ok {
+			return
+		}
+		s, ps := &n.Spec, &p.Spec
+		sharePtr(&s.HolderIdentity, ps.HolderIdentity)
+		sharePtr(&s.LeaseDurationSeconds, ps.LeaseDurationSeconds)
+		sharePtr(&s.AcquireTime, ps.AcquireTime)
+		sharePtr(&s.RenewTime, ps.RenewTime)
+		sharePtr(&s.LeaseTransitions, ps.LeaseTransitions)
+		sharePtr(&s.Strategy, ps.Strategy)
+		sharePtr(&s.PreferredHolder, ps.PreferredHolder)
+	case *coordinationv1beta1.LeaseCandidate:
+		p, ok := prev.Obj.(*coordinationv1beta1.LeaseCandidate)
+		if !ok {
+			return
+		}
+		s, ps := &n.Spec, &p.Spec
+		shareString(&s.LeaseName, ps.LeaseName)
+		sharePtr(&s.PingTime, ps.PingTime)
+		sharePtr(&s.RenewTime, ps.RenewTime)
+		shareString(&s.BinaryVersion, ps.BinaryVersion)
+		shareString(&s.EmulationVersion, ps.EmulationVersion)
+	}
+}
+
+// sharePtr points *p at prev when both point at equal values.
+func sharePtr[T comparable](p **T, prev *T) {
+	if *p != nil && prev != nil && **p == *prev {
+		*p = prev
+	}
+}
+
+// shareString makes *s prev's copy when the two are equal.
+func shareString(s *string, prev string) {
+	if *s == prev {
+		*s = prev
+	}
 }

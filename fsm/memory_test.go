@@ -174,3 +174,72 @@ func TestRestoreSharesVersions(t *testing.T) {
 		t.Fatalf("restored: %d events share their previous state with an earlier event, source %d", got, want)
 	}
 }
+
+// TestVersionsShareUnchangedValues: a Lease's next version, and the
+// tombstone of its deletion, hold the previous version's copy of every
+// value that did not change, after apply and after a restore alike, and
+// encode exactly as written.
+func TestVersionsShareUnchangedValues(t *testing.T) {
+	version := func(renew time.Time) []byte {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", UID: "u-a"},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity:       ptrTo("holder"),
+				LeaseDurationSeconds: ptrTo[int32](15),
+				AcquireTime:          &metav1.MicroTime{Time: fixedTime.Truncate(time.Microsecond)},
+				RenewTime:            &metav1.MicroTime{Time: renew.Truncate(time.Microsecond)},
+				LeaseTransitions:     ptrTo[int32](2),
+			},
+		}
+		b, err := l.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	written := [][]byte{version(fixedTime), version(fixedTime.Add(time.Second)), version(fixedTime.Add(2 * time.Second))}
+	f := newFSM(state.DefaultConfig())
+	for i, data := range written {
+		typ := CmdUpdate
+		if i == 0 {
+			typ = CmdCreate
+		}
+		if r := asResult(t, f.Apply(cmdLog(uint64(i+1), &Command{Type: typ, Resource: "leases", Object: data}))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	if r := asResult(t, f.Apply(cmdLog(4, &Command{Type: CmdDelete, Resource: "leases", Namespace: "ns", Name: "a"}))); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	check := func(what string, f *FSM) {
+		t.Helper()
+		evs, _, _, _ := eventsSince(f.State(), 0)
+		if len(evs) != 4 {
+			t.Fatalf("%s: %d events, want 4", what, len(evs))
+		}
+		for i, e := range evs[1:] {
+			n, p := e.Object.Obj.(*coordinationv1.Lease), e.Prev.Obj.(*coordinationv1.Lease)
+			if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) ||
+				!sameMemory(e.Object.Key.Name, n.Name) || !sameMemory(e.Object.UID, string(n.UID)) {
+				t.Errorf("%s: event %d: name or uid not shared with the previous version, or not with the key", what, e.RV)
+			}
+			s, ps := n.Spec, p.Spec
+			if s.HolderIdentity != ps.HolderIdentity || s.LeaseDurationSeconds != ps.LeaseDurationSeconds ||
+				s.AcquireTime != ps.AcquireTime || s.LeaseTransitions != ps.LeaseTransitions {
+				t.Errorf("%s: event %d: unchanged spec values not shared: %+v, previous %+v", what, e.RV, s, ps)
+			}
+			if renewed := i < 2; renewed == (s.RenewTime == ps.RenewTime) {
+				t.Errorf("%s: event %d: renewTime shared %v, want %v", what, e.RV, s.RenewTime == ps.RenewTime, !renewed)
+			}
+		}
+		for i, data := range written {
+			if got := dataOf(t, evs[i].Object); !bytes.Equal(got, data) {
+				t.Errorf("%s: version %d encodes as %x, written %x", what, i+1, got, data)
+			}
+		}
+	}
+	check("applied", f)
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, persist(t, f))
+	check("restored", dst)
+}

@@ -213,6 +213,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				if e.Prev, err = versions.next(r, true); err != nil {
 					return err
 				}
+				// As when the event was applied. Events come in RV
+				// order, so a version shares with its predecessor
+				// before its successor shares with it.
+				shareUnchanged(e.Object, e.Prev)
 			}
 			events = append(events, e)
 		case recEnd:
