@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -242,4 +243,50 @@ func TestVersionsShareUnchangedValues(t *testing.T) {
 	dst := newFSM(state.DefaultConfig())
 	restoreFrom(t, dst, persist(t, f))
 	check("restored", dst)
+}
+
+// TestCandidateVersionsShareUnchangedValues: the same for a LeaseCandidate
+// renewed by its candidate.
+func TestCandidateVersionsShareUnchangedValues(t *testing.T) {
+	version := func(renew time.Time) []byte {
+		c := &coordinationv1beta1.LeaseCandidate{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "c", UID: "u-c"},
+			Spec: coordinationv1beta1.LeaseCandidateSpec{
+				LeaseName:        "lease",
+				PingTime:         &metav1.MicroTime{Time: fixedTime.Truncate(time.Microsecond)},
+				RenewTime:        &metav1.MicroTime{Time: renew.Truncate(time.Microsecond)},
+				BinaryVersion:    "1.33.0",
+				EmulationVersion: "1.32.0",
+				Strategy:         coordinationv1.OldestEmulationVersion,
+			},
+		}
+		b, err := c.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	f := newFSM(state.DefaultConfig())
+	for i, data := range [][]byte{version(fixedTime), version(fixedTime.Add(time.Second))} {
+		typ := CmdUpdate
+		if i == 0 {
+			typ = CmdCreate
+		}
+		if r := asResult(t, f.Apply(cmdLog(uint64(i+1), &Command{Type: typ, Resource: "leasecandidates", Object: data}))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	evs, _, _, _ := eventsSince(f.State(), 1)
+	if len(evs) != 1 || evs[0].Prev == nil {
+		t.Fatalf("events %+v, want one update", evs)
+	}
+	n, p := evs[0].Object.Obj.(*coordinationv1beta1.LeaseCandidate), evs[0].Prev.Obj.(*coordinationv1beta1.LeaseCandidate)
+	s, ps := n.Spec, p.Spec
+	if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) || !sameMemory(s.LeaseName, ps.LeaseName) ||
+		!sameMemory(s.BinaryVersion, ps.BinaryVersion) || !sameMemory(s.EmulationVersion, ps.EmulationVersion) || s.PingTime != ps.PingTime {
+		t.Errorf("unchanged values not shared: %+v, previous %+v", s, ps)
+	}
+	if s.RenewTime == ps.RenewTime {
+		t.Error("the renewed time is shared with the previous version")
+	}
 }
