@@ -153,6 +153,7 @@ func shareUnchanged(o, prev *state.Object) {
 		sharePtr(&s.RenewTime, ps.RenewTime)
 		shareString(&s.BinaryVersion, ps.BinaryVersion)
 		shareString(&s.EmulationVersion, ps.EmulationVersion)
+		shareString(&s.Strategy, ps.Strategy)
 	}
 }
 
@@ -164,7 +165,7 @@ func sharePtr[T comparable](p **T, prev *T) {
 }
 
 // shareString makes *s prev's copy when the two are equal.
-func shareString(s *string, prev string) {
+func shareString[S ~string](s *S, prev S) {
 	if *s == prev {
 		*s = prev
 	}

@@ -283,7 +283,8 @@ func TestCandidateVersionsShareUnchangedValues(t *testing.T) {
 	n, p := evs[0].Object.Obj.(*coordinationv1beta1.LeaseCandidate), evs[0].Prev.Obj.(*coordinationv1beta1.LeaseCandidate)
 	s, ps := n.Spec, p.Spec
 	if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) || !sameMemory(s.LeaseName, ps.LeaseName) ||
-		!sameMemory(s.BinaryVersion, ps.BinaryVersion) || !sameMemory(s.EmulationVersion, ps.EmulationVersion) || s.PingTime != ps.PingTime {
+		!sameMemory(s.BinaryVersion, ps.BinaryVersion) || !sameMemory(s.EmulationVersion, ps.EmulationVersion) ||
+		!sameMemory(string(s.Strategy), string(ps.Strategy)) || s.PingTime != ps.PingTime {
 		t.Errorf("unchanged values not shared: %+v, previous %+v", s, ps)
 	}
 	if s.RenewTime == ps.RenewTime {
