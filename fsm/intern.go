@@ -128,13 +128,10 @@ func shareUnchanged(o, prev *state.Object) {
 		obj.SetUID(old.GetUID())
 		o.UID = prev.UID
 	}
+	// The same key is the same resource, stored as one type.
 	switch n := o.Obj.(type) {
 	case *coordinationv1.Lease:
-		p, ok := prev.Obj.(*coordinationv1.Lease)
-		if !ok {
-			return
-		}
-		s, ps := &n.Spec, &p.Spec
+		s, ps := &n.Spec, &prev.Obj.(*coordinationv1.Lease).Spec
 		sharePtr(&s.HolderIdentity, ps.HolderIdentity)
 		sharePtr(&s.LeaseDurationSeconds, ps.LeaseDurationSeconds)
 		sharePtr(&s.AcquireTime, ps.AcquireTime)
@@ -143,11 +140,7 @@ func shareUnchanged(o, prev *state.Object) {
 		sharePtr(&s.Strategy, ps.Strategy)
 		sharePtr(&s.PreferredHolder, ps.PreferredHolder)
 	case *coordinationv1beta1.LeaseCandidate:
-		p, ok := prev.Obj.(*coordinationv1beta1.LeaseCandidate)
-		if !ok {
-			return
-		}
-		s, ps := &n.Spec, &p.Spec
+		s, ps := &n.Spec, &prev.Obj.(*coordinationv1beta1.LeaseCandidate).Spec
 		shareString(&s.LeaseName, ps.LeaseName)
 		sharePtr(&s.PingTime, ps.PingTime)
 		sharePtr(&s.RenewTime, ps.RenewTime)

@@ -174,7 +174,7 @@ bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --
 # kernel can take back); and the size of that file, which never shrinks.
 rss() {
 	awk '/^VmRSS:/ {t = $2} /^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.0f MB (anon %.0f, file %.0f)", t / 1024, a / 1024, f / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$1/$1.pid")/status"
-	printf ', raft.db %.0f MB' "$(($(stat -c %s "$LEASEHOLD_DATA/$1/data/raft.db") / 1048576))"
+	printf ', raft.db %d MB' "$(($(stat -c %s "$LEASEHOLD_DATA/$1/data/raft.db") / 1048576))"
 }
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
