@@ -41,7 +41,7 @@ func TestReadProtobufEvents(t *testing.T) {
 	}
 	var got []time.Time
 	var rvs []string
-	err = readProtobufEvents(bufio.NewReader(&stream), func(ts time.Time, rv []byte) {
+	err = readProtobufEvents(bufio.NewReader(&stream), func(_, ts time.Time, rv []byte) {
 		got = append(got, ts)
 		rvs = append(rvs, string(rv))
 	})
@@ -72,7 +72,7 @@ func TestReadJSONEvents(t *testing.T) {
 		}
 	}
 	var got []string
-	err := readJSONEvents(bufio.NewReader(&stream), func(ts time.Time, rv []byte) {
+	err := readJSONEvents(bufio.NewReader(&stream), func(_, ts time.Time, rv []byte) {
 		if !ts.Equal(renew.Time) {
 			t.Errorf("renewTime %v, want %v", ts, renew.Time)
 		}
@@ -111,3 +111,69 @@ func TestAckRing(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// chunkReader returns one chunk per Read, pausing before each but the
+// first, as a connection delivers one write of the server per read.
+type chunkReader struct {
+	chunks [][]byte
+	pause  time.Duration
+	reads  int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	if r.reads > 0 {
+		time.Sleep(r.pause)
+	}
+	r.reads++
+	n := copy(p, r.chunks[0])
+	r.chunks = r.chunks[1:]
+	return n, nil
+}
+
+// Events that came in one read share their arrival time; an event from a
+// later read gets a later one.
+func TestArrivalTimePerRead(t *testing.T) {
+	line := func(rv int) string {
+		return `{"type":"MODIFIED","object":{"metadata":{"resourceVersion":"` + strconv.Itoa(rv) +
+			`"},"spec":{"renewTime":"2026-11-22T08:00:00.123456Z"}}}` + "\n"
+	}
+	r := &chunkReader{chunks: [][]byte{[]byte(line(1) + line(2)), []byte(line(3))}, pause: 5 * time.Millisecond}
+	var at []time.Time
+	err := readJSONEvents(bufio.NewReader(r), func(now, _ time.Time, _ []byte) { at = append(at, now) })
+	if err != io.EOF {
+		t.Fatalf("err = %v, want EOF", err)
+	}
+	if len(at) != 3 {
+		t.Fatalf("%d events, want 3", len(at))
+	}
+	if !at[0].Equal(at[1]) {
+		t.Errorf("events of one read arrived at %v and %v", at[0], at[1])
+	}
+	if at[2].Sub(at[1]) < r.pause {
+		t.Errorf("event of the second read arrived %v after the first read's, want ≥ %v", at[2].Sub(at[1]), r.pause)
+	}
+}
+
+// Lags recorded a batch at a time all reach the merged histogram, the
+// ones still in a watcher's buffer included.
+func TestLagRecorderRecordsEveryLag(t *testing.T) {
+	var l lagRecorder
+	a, b := l.add(), l.add()
+	for i := range 3*lagBatch + 7 {
+		a.record(time.Duration(i%100+1) * time.Millisecond)
+	}
+	b.record(2 * time.Second)
+	all, n := l.merged()
+	if want := int64(3*lagBatch + 8); n != want {
+		t.Fatalf("merged %d lags, want %d", n, want)
+	}
+	if got := all.Max(); got < 1_990_000 || got > 2_010_000 {
+		t.Errorf("max %d µs, want about 2,000,000", got)
+	}
+	if got := all.ValueAtQuantile(50); got < 49_000 || got > 52_000 {
+		t.Errorf("median %d µs, want about 50,000", got)
+	}
+}
