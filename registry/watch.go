@@ -136,30 +136,27 @@ func (w *Watcher) Next(ctx context.Context) ([]Event, error) { return w.NextWith
 // (0: no limit). A stream calls it for every batch it sends: unlike a
 // context with a deadline per call, it allocates nothing.
 func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, error) {
-	var expired <-chan time.Time
-	if wait > 0 {
-		if w.timer == nil {
-			w.timer = time.NewTimer(wait)
-		} else {
-			w.timer.Reset(wait)
-		}
-		defer w.timer.Stop()
-		expired = w.timer.C
-	}
 	if len(w.pending) > 0 {
 		evs := w.pending
 		w.pending = nil
 		return evs, nil
 	}
 	st := w.store.cluster.State()
+	// The timer is armed only once there is nothing to return: a busy
+	// stream finds its events at once, a thousand of them twenty times a
+	// second, and setting and stopping a timer each time showed in the
+	// watch node's profile.
+	var expired <-chan time.Time
 	for {
 		changed := st.Changed()
 		since := st.AppendEventsSince(w.since[:0], w.pos)
 		w.since = since.Events
 		if since.Generation != w.gen {
+			w.stopTimer(expired)
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the node's state was replaced by a snapshot", w.pos, since.Applied))
 		}
 		if since.Expired {
+			w.stopTimer(expired)
 			return nil, tooOld(w.pos, since.Oldest)
 		}
 		out := w.out[:0]
@@ -169,6 +166,7 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 			}
 			ev, ok, err := w.translate(e)
 			if err != nil {
+				w.stopTimer(expired)
 				return nil, err
 			}
 			if ok {
@@ -181,15 +179,33 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 			w.pos = since.Applied
 		}
 		if len(out) > 0 {
+			w.stopTimer(expired)
 			return out, nil
+		}
+		if expired == nil && wait > 0 {
+			if w.timer == nil {
+				w.timer = time.NewTimer(wait)
+			} else {
+				w.timer.Reset(wait)
+			}
+			expired = w.timer.C
 		}
 		select {
 		case <-changed:
 		case <-expired:
 			return nil, nil
 		case <-ctx.Done():
+			w.stopTimer(expired)
 			return nil, nil
 		}
+	}
+}
+
+// stopTimer stops the watcher's timer if NextWithin armed it (expired is
+// its channel then).
+func (w *Watcher) stopTimer(expired <-chan time.Time) {
+	if expired != nil {
+		w.timer.Stop()
 	}
 }
 
