@@ -21,15 +21,16 @@ import (
 	"github.com/leasehold/leasehold/registry"
 )
 
-// requestContext bounds a request that has no deadline of its own by the
-// `timeout` query parameter, as clients send it.
+// requestContext bounds a request by the `timeout` query parameter, as
+// clients send it. Without one it is the request's own context, which
+// net/http cancels when the handler returns.
 func requestContext(req *http.Request) (context.Context, context.CancelFunc) {
 	if t := req.URL.Query().Get("timeout"); t != "" {
 		if d, err := time.ParseDuration(t); err == nil && d > 0 {
 			return context.WithTimeout(req.Context(), d)
 		}
 	}
-	return context.WithCancel(req.Context())
+	return req.Context(), func() {}
 }
 
 func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
