@@ -177,6 +177,11 @@ rss() {
 	printf ', raft.db %d MB' "$(($(stat -c %s "$LEASEHOLD_DATA/$1/data/raft.db") / 1048576))"
 }
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
+# Then renewed, as stored Leases are: the watch history fills with new
+# versions and keeps the ones they replaced until their events leave it.
+echo "   renewed for 10s (64 clients, all $SCALE_LEASES Leases; the watch history keeps replaced versions):"
+bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 10s --label "$SCALE_LEASES-leases" renew
+for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
 if [[ -n $follower ]]; then
 	scripts/cluster.sh kill "$follower" >/dev/null
