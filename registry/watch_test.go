@@ -915,3 +915,57 @@ func plainEvents(evs []registry.Event) []watch.Event {
 	}
 	return out
 }
+
+// NextWithin returns what committed at once, waits for what commits within
+// the wait, and otherwise returns nothing once the wait has passed, every
+// time: a wait that ended or was never needed does not cut a later one
+// short.
+func TestWatchNextWithin(t *testing.T) {
+	c := testcluster.New(t, 1, testcluster.Options{})
+	w := wtNewWriter(t, c)
+	start := w.create("ns", "a", "h1", "")
+	wa := wtStart(t, wtStore(c, 0), "ns", wtWatchOpts(strconv.FormatUint(start, 10)))
+	ctx := wtCtx(t)
+
+	quiet := func(wait time.Duration) {
+		t.Helper()
+		began := time.Now()
+		evs, err := wa.NextWithin(ctx, wait)
+		if err != nil || len(evs) > 0 {
+			t.Fatalf("NextWithin(%v) with nothing new: %v %v", wait, wtDescribeAll(t, plainEvents(evs)), err)
+		}
+		if took := time.Since(began); took < wait || took > wait+5*time.Second {
+			t.Fatalf("NextWithin(%v) with nothing new returned after %v", wait, took)
+		}
+	}
+	next := func(wait time.Duration, want uint64) {
+		t.Helper()
+		evs, err := wa.NextWithin(ctx, wait)
+		if err != nil || len(evs) != 1 || wtRV(t, evs[0].Object) != want {
+			t.Fatalf("NextWithin(%v): %v %v, want the event at %d", wait, wtDescribeAll(t, plainEvents(evs)), err, want)
+		}
+	}
+
+	quiet(30 * time.Millisecond)
+	next(time.Hour, w.update("ns", "a", "h2", "")) // committed before the call
+	quiet(200 * time.Millisecond)                  // the timer was not left armed
+	quiet(30 * time.Millisecond)
+	quiet(200 * time.Millisecond) // nor did the one that fired stay fired
+	done := make(chan uint64, 1)
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		done <- w.update("ns", "a", "h3", "")
+	}()
+	evs, err := wa.NextWithin(ctx, wtTimeout)
+	if err != nil || len(evs) != 1 {
+		t.Fatalf("NextWithin while a write commits: %v %v", wtDescribeAll(t, plainEvents(evs)), err)
+	}
+	select {
+	case want := <-done:
+		if got := wtRV(t, evs[0].Object); got != want {
+			t.Fatalf("event at %d, want %d", got, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("the write did not finish")
+	}
+}
