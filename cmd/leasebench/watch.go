@@ -228,12 +228,19 @@ func readJSONEvents(br *bufio.Reader, record func(now, renewed time.Time, rv []b
 		if !bytes.HasPrefix(line, []byte(`{"type":"MODIFIED"`)) {
 			continue
 		}
-		i := bytes.Index(line, renewTimeKey)
+		// spec comes last in a Lease, after managedFields: look for
+		// renewTime near the end first.
+		i := bytes.Index(line[max(len(line)-256, 0):], renewTimeKey)
+		if i >= 0 {
+			i += max(len(line)-256, 0)
+		} else {
+			i = bytes.Index(line, renewTimeKey)
+		}
 		if i < 0 || len(line) < i+len(renewTimeKey)+27 {
 			continue
 		}
-		t, err := time.Parse(metav1.RFC3339Micro, string(line[i+len(renewTimeKey):i+len(renewTimeKey)+27]))
-		if err != nil {
+		t, ok := parseMicroTime(line[i+len(renewTimeKey) : i+len(renewTimeKey)+27])
+		if !ok {
 			continue
 		}
 		var rv []byte
@@ -243,6 +250,41 @@ func readJSONEvents(br *bufio.Reader, record func(now, renewed time.Time, rv []b
 		}
 		record(now, t, rv)
 	}
+}
+
+// parseMicroTime reads a metav1.MicroTime as the API server writes it,
+// "2006-01-02T15:04:05.000000Z" (RFC3339Micro in UTC), digit by digit:
+// time.Parse took 10 % of the load generator's CPU with 1,000 JSON
+// watchers. Anything else goes to time.Parse.
+func parseMicroTime(b []byte) (time.Time, bool) {
+	num := func(from, to int) (int, bool) {
+		n := 0
+		for _, c := range b[from:to] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n, true
+	}
+	if len(b) == 27 && b[4] == '-' && b[7] == '-' && b[10] == 'T' && b[13] == ':' && b[16] == ':' && b[19] == '.' && b[26] == 'Z' {
+		y, ok1 := num(0, 4)
+		mo, ok2 := num(5, 7)
+		d, ok3 := num(8, 10)
+		h, ok4 := num(11, 13)
+		mi, ok5 := num(14, 16)
+		sec, ok6 := num(17, 19)
+		us, ok7 := num(20, 26)
+		if ok1 && ok2 && ok3 && ok4 && ok5 && ok6 && ok7 && mo >= 1 && mo <= 12 && d >= 1 && d <= 31 && h < 24 && mi < 60 && sec < 60 {
+			// A day past the month's end is normalized by Date:
+			// then it is not a date, as time.Parse says.
+			if t := time.Date(y, time.Month(mo), d, h, mi, sec, us*1000, time.UTC); t.Day() == d {
+				return t, true
+			}
+		}
+	}
+	t, err := time.Parse(metav1.RFC3339Micro, string(b))
+	return t, err == nil
 }
 
 // protobufMagic starts every Kubernetes protobuf envelope (runtime.Unknown).

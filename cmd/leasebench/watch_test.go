@@ -177,3 +177,18 @@ func TestLagRecorderRecordsEveryLag(t *testing.T) {
 		t.Errorf("median %d µs, want about 50,000", got)
 	}
 }
+
+// The MicroTime fast path reads what time.Parse reads, and hands anything
+// else to it.
+func TestParseMicroTime(t *testing.T) {
+	for _, in := range []string{
+		"2026-11-22T08:00:00.123456Z", "1999-12-31T23:59:59.999999Z", "2026-02-29T00:00:00.000000Z",
+		"2026-11-22T08:00:00.123456+01:00", "2026-11-22T08:00:00Z", "2026-13-22T08:00:00.123456Z", "not a time at all, 27 bytes",
+	} {
+		want, werr := time.Parse(metav1.RFC3339Micro, in)
+		got, ok := parseMicroTime([]byte(in))
+		if ok != (werr == nil) || (ok && !got.Equal(want)) {
+			t.Errorf("parseMicroTime(%q) = %v %v, want %v %v", in, got, ok, want, werr)
+		}
+	}
+}
