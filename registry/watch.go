@@ -147,16 +147,19 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 	// second, and setting and stopping a timer each time showed in the
 	// watch node's profile.
 	var expired <-chan time.Time
+	defer func() {
+		if expired != nil {
+			w.timer.Stop()
+		}
+	}()
 	for {
 		changed := st.Changed()
 		since := st.AppendEventsSince(w.since[:0], w.pos)
 		w.since = since.Events
 		if since.Generation != w.gen {
-			w.stopTimer(expired)
 			return nil, apierrors.NewResourceExpired(fmt.Sprintf("too old resource version: %d (%d): the node's state was replaced by a snapshot", w.pos, since.Applied))
 		}
 		if since.Expired {
-			w.stopTimer(expired)
 			return nil, tooOld(w.pos, since.Oldest)
 		}
 		out := w.out[:0]
@@ -166,7 +169,6 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 			}
 			ev, ok, err := w.translate(e)
 			if err != nil {
-				w.stopTimer(expired)
 				return nil, err
 			}
 			if ok {
@@ -179,7 +181,6 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 			w.pos = since.Applied
 		}
 		if len(out) > 0 {
-			w.stopTimer(expired)
 			return out, nil
 		}
 		if expired == nil && wait > 0 {
@@ -195,17 +196,8 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 		case <-expired:
 			return nil, nil
 		case <-ctx.Done():
-			w.stopTimer(expired)
 			return nil, nil
 		}
-	}
-}
-
-// stopTimer stops the watcher's timer if NextWithin armed it (expired is
-// its channel then).
-func (w *Watcher) stopTimer(expired <-chan time.Time) {
-	if expired != nil {
-		w.timer.Stop()
 	}
 }
 

@@ -203,7 +203,8 @@ type arrivalClock struct {
 	now      time.Time
 }
 
-// before is called before reading an event from br, at after, with its size.
+// before is called before an event is read from br; at, after it, with
+// the event's size.
 func (c *arrivalClock) before(br *bufio.Reader) { c.buffered = br.Buffered() }
 
 // at is when the event of n bytes just read arrived.
