@@ -951,18 +951,30 @@ func TestWatchNextWithin(t *testing.T) {
 	quiet(200 * time.Millisecond)                  // the timer was not left armed
 	quiet(30 * time.Millisecond)
 	quiet(200 * time.Millisecond) // nor did the one that fired stay fired
-	done := make(chan uint64, 1)
+	// The write runs on its own goroutine through the store directly, so
+	// that a failure is reported from the test's goroutine.
+	type written struct {
+		out runtime.Object
+		err error
+	}
+	done := make(chan written, 1)
+	l := wtNewLease("ns", "a", "h3", "")
+	l.ResourceVersion = strconv.FormatUint(w.last(), 10)
 	go func() {
 		time.Sleep(50 * time.Millisecond)
-		done <- w.update("ns", "a", "h3", "")
+		out, _, err := wtStore(c, 0).Update(ctx, registry.Leases, "ns", "a", l, registry.WriteOptions{})
+		done <- written{out, err}
 	}()
 	evs, err := wa.NextWithin(ctx, wtTimeout)
 	if err != nil || len(evs) != 1 {
 		t.Fatalf("NextWithin while a write commits: %v %v", wtDescribeAll(t, plainEvents(evs)), err)
 	}
 	select {
-	case want := <-done:
-		if got := wtRV(t, evs[0].Object); got != want {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("update: %v", r.err)
+		}
+		if got, want := wtRV(t, evs[0].Object), wtRV(t, r.out); got != want {
 			t.Fatalf("event at %d, want %d", got, want)
 		}
 	case <-ctx.Done():

@@ -231,9 +231,10 @@ func readJSONEvents(br *bufio.Reader, record func(now, renewed time.Time, rv []b
 		}
 		// spec comes last in a Lease, after managedFields: look for
 		// renewTime near the end first.
-		i := bytes.Index(line[max(len(line)-256, 0):], renewTimeKey)
+		tail := max(len(line)-256, 0)
+		i := bytes.Index(line[tail:], renewTimeKey)
 		if i >= 0 {
-			i += max(len(line)-256, 0)
+			i += tail
 		} else {
 			i = bytes.Index(line, renewTimeKey)
 		}
