@@ -15,9 +15,10 @@
 # runs without --unsafe-no-fsync), and both are removed at the end. Every
 # workload runs ROUNDS times on each system, alternately, so only one
 # cluster is under load at a time while the other idles; the table shows
-# the medians. Then, on leasehold alone: watch fan-out (ROUNDS rounds of no
-# watchers, protobuf and JSON watchers; medians) and 100,000 Leases stored
-# (RSS, restart time).
+# the medians (before them, the machine's own floor: fdatasync and a
+# loopback round trip, from leasebench machine). Then, on leasehold alone:
+# watch fan-out (ROUNDS rounds of no watchers, protobuf and JSON watchers;
+# medians) and 100,000 Leases stored (RSS, restart time).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -69,6 +70,13 @@ fi
 
 go build -o bin/leasehold ./cmd/leasehold
 go build -o bin/leasebench ./cmd/leasebench
+# What bounds one sequential client here, before either system runs: how
+# long a page takes to become durable on the disk both write to, and a
+# round trip between two processes, back to back and after an idle spell.
+echo "== this machine"
+mkdir -p "$LEASEHOLD_DATA"
+bin/leasebench machine --dir "$LEASEHOLD_DATA"
+echo
 started=$(LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start)
 # leasebench takes the first leasehold endpoint for the leader (its get
 # workloads read on the others): put the leader first.

@@ -5,6 +5,7 @@
 //	leasebench [flags] renew|get|get0|watch|mixed
 //	leasebench compare RESULT.json...
 //	leasebench fanout RESULT.json...
+//	leasebench machine [--dir DIR] [--n N]
 //
 // renew: C clients each own a disjoint set of the K Leases and renew them
 // in a loop with PUT carrying the resourceVersion of the last answer, as
@@ -19,7 +20,8 @@
 // transactions kube-apiserver would send for them (see etcd.go); compare
 // prints medians and ratios of such paired runs (see compare.go), fanout
 // the medians of watch fan-out runs against runs without watchers (see
-// fanout.go).
+// fanout.go). machine measures what bounds one sequential client on this
+// machine: fdatasync and a round trip between processes (see machine.go).
 package main
 
 import (
@@ -69,6 +71,16 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "fanout" {
 		os.Exit(fanoutMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "machine" {
+		os.Exit(machineMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "machine-echo" { // machine's other process
+		if err := serveEchoProcess(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "leasebench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var cfg config
 	var endpoints string
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
@@ -87,7 +99,7 @@ func main() {
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (it shares the machine with the cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench machine [--dir DIR] [--n N]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
