@@ -13,8 +13,9 @@ import (
 
 // The first byte a dialer writes on a peer connection says what it carries.
 const (
-	connRaft byte = 1
-	connRPC  byte = 2
+	connRaft        byte = 1
+	connRPC         byte = 2
+	connApplyStream byte = 3
 )
 
 // handshakeTimeout bounds the wait for a new connection's first byte.
@@ -147,6 +148,13 @@ func (m *Mux) route(c net.Conn) {
 		h := m.handler
 		m.mu.Unlock()
 		serveRPC(c, h, m.logger)
+		m.untrack(c)
+		c.Close()
+	case connApplyStream:
+		m.mu.Lock()
+		h := m.handler
+		m.mu.Unlock()
+		serveApplyStream(c, h, m.logger)
 		m.untrack(c)
 		c.Close()
 	default:

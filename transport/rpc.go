@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -155,8 +156,10 @@ type Client struct {
 	// that restarted leaves dead ones behind.
 	idleTimeout time.Duration
 
-	mu   sync.Mutex
-	idle map[string][]*clientConn
+	mu       sync.Mutex
+	idle     map[string][]*clientConn
+	streams  map[string]*streamSlot
+	noStream map[string]time.Time // peers that refused a stream, and when
 }
 
 type clientConn struct {
@@ -169,7 +172,8 @@ type clientConn struct {
 
 // NewClient returns a client that dials through m.
 func NewClient(m *Mux) *Client {
-	return &Client{mux: m, idleTimeout: 30 * time.Second, idle: map[string][]*clientConn{}}
+	return &Client{mux: m, idleTimeout: 30 * time.Second, idle: map[string][]*clientConn{},
+		streams: map[string]*streamSlot{}, noStream: map[string]time.Time{}}
 }
 
 // ErrUnknownOutcome means the request may or may not have been handled:
@@ -207,8 +211,39 @@ func (cl *Client) ReadIndex(ctx context.Context, addr string, from Asker) (uint6
 // Apply has the leader at addr commit an encoded log command and returns
 // its index and encoded result. ErrNotLeader and ErrNotApplied mean nothing was written, as
 // does an error from reaching the peer; an error wrapping
-// ErrUnknownOutcome means the command may have been committed.
+// ErrUnknownOutcome means the command may have been committed. Commands
+// go on the peer's apply stream (see stream.go), or one connection at a
+// time to a peer that does not take streams.
 func (cl *Client) Apply(ctx context.Context, addr string, cmd []byte) (uint64, []byte, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := cl.applyStream(ctx, addr)
+		if errors.Is(err, errStreamUnsupported) {
+			return cl.applyOnce(ctx, addr, cmd)
+		}
+		if err != nil {
+			return 0, nil, fmt.Errorf("dial peer %s: %w", addr, err)
+		}
+		resp, err := s.apply(ctx, cmd)
+		if errors.Is(err, errStreamClosed) && attempt == 0 {
+			continue // it ended before this call: nothing was sent
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		switch {
+		case resp.NotLeader:
+			return 0, nil, ErrNotLeader
+		case resp.NotApplied:
+			return 0, nil, ErrNotApplied
+		case resp.Err != "":
+			return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, resp.Err)
+		}
+		return resp.Index, resp.Result, nil
+	}
+}
+
+// applyOnce is Apply on a connection of its own.
+func (cl *Client) applyOnce(ctx context.Context, addr string, cmd []byte) (uint64, []byte, error) {
 	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcApply, Command: cmd})
 	switch {
 	case err != nil:
@@ -221,6 +256,57 @@ func (cl *Client) Apply(ctx context.Context, addr string, cmd []byte) (uint64, [
 		return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, resp.Err)
 	}
 	return resp.Index, resp.Result, nil
+}
+
+// noStreamRetry is how long a peer that refused an apply stream is sent
+// commands one connection at a time before it is asked again (it may have
+// been upgraded meanwhile).
+const noStreamRetry = time.Minute
+
+// streamSlot holds the apply stream to one peer; mu is held while one is
+// opened, so that calls arriving together open one, not one each.
+type streamSlot struct {
+	mu sync.Mutex
+	s  atomic.Pointer[applyStream]
+}
+
+// applyStream returns the open apply stream to addr, opening one if there
+// is none.
+func (cl *Client) applyStream(ctx context.Context, addr string) (*applyStream, error) {
+	cl.mu.Lock()
+	slot := cl.streams[addr]
+	if slot == nil {
+		slot = &streamSlot{}
+		cl.streams[addr] = slot
+	}
+	refused, ok := cl.noStream[addr]
+	cl.mu.Unlock()
+	if s := slot.s.Load(); s != nil && s.usable() {
+		return s, nil
+	}
+	if ok && time.Since(refused) < noStreamRetry {
+		return nil, errStreamUnsupported
+	}
+	slot.mu.Lock()
+	defer slot.mu.Unlock()
+	if s := slot.s.Load(); s != nil && s.usable() {
+		return s, nil // opened while this call waited
+	}
+	timeout := 5 * time.Second
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = time.Until(d)
+	}
+	s, err := openApplyStream(cl.mux, addr, timeout)
+	if errors.Is(err, errStreamUnsupported) {
+		cl.mu.Lock()
+		cl.noStream[addr] = time.Now()
+		cl.mu.Unlock()
+	}
+	if err != nil {
+		return nil, err
+	}
+	slot.s.Store(s)
+	return s, nil
 }
 
 func (cl *Client) call(ctx context.Context, addr string, req *rpcRequest) (*rpcResponse, error) {
@@ -330,5 +416,11 @@ func (cl *Client) Close() {
 			cc.c.Close()
 		}
 		delete(cl.idle, addr)
+	}
+	for addr, slot := range cl.streams {
+		if s := slot.s.Load(); s != nil {
+			s.close()
+		}
+		delete(cl.streams, addr)
 	}
 }
