@@ -132,7 +132,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		obj := f.decode(l.Index, cmd)
 		k := state.Key{Resource: cmd.Resource, Namespace: obj.Key.Namespace, Name: obj.Key.Name}
 		if cur := txn.Get(k); cur != nil {
-			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID}}
+			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID()}}
 		}
 		txn.Put(obj, nil, at)
 		return &Result{Object: obj}
@@ -142,8 +142,8 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if err := checkPreconditions(obj.Key, cur, cmd); err != nil {
 			return &Result{Err: err}
 		}
-		if obj.UID != cur.UID {
-			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID}}
+		if obj.UID() != cur.UID() {
+			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID()}}
 		}
 		var err error
 		if f.buf, err = appendStored(f.buf[:0], cur, f.copies, false); err != nil {
@@ -163,7 +163,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		}
 		o := cur.Obj.DeepCopyObject().(StoredObject)
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
-		tomb := &state.Object{Key: cur.Key, RV: l.Index, UID: cur.UID, Data: cur.Data, Obj: o}
+		tomb := &state.Object{Key: cur.Key, RV: l.Index, Data: cur.Data, Obj: o}
 		shareUnchanged(tomb, cur)
 		txn.Delete(cur, tomb, at)
 		return &Result{Object: tomb}
@@ -181,11 +181,11 @@ func checkPreconditions(k state.Key, cur *state.Object, cmd *Command) error {
 	if cur == nil {
 		return &state.Error{Code: state.NotFound, Key: k}
 	}
-	if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID {
-		return &state.Error{Code: state.UIDMismatch, Key: k, RV: cur.RV, UID: cur.UID}
+	if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID() {
+		return &state.Error{Code: state.UIDMismatch, Key: k, RV: cur.RV, UID: cur.UID()}
 	}
 	if cmd.ExpectRV != 0 && cmd.ExpectRV != cur.RV {
-		return &state.Error{Code: state.Conflict, Key: k, RV: cur.RV, UID: cur.UID}
+		return &state.Error{Code: state.Conflict, Key: k, RV: cur.RV, UID: cur.UID()}
 	}
 	return nil
 }
@@ -200,7 +200,6 @@ func (f *FSM) decode(idx uint64, cmd *Command) *state.Object {
 	return &state.Object{
 		Key:  state.Key{Resource: f.intern.string(cmd.Resource), Namespace: o.GetNamespace(), Name: o.GetName()},
 		RV:   idx,
-		UID:  string(o.GetUID()),
 		Data: data,
 		Obj:  o,
 	}

@@ -495,8 +495,8 @@ func checkResult(t *testing.T, res *Result, k state.Key, prev *state.Object, cod
 	if err := in.Unmarshal(data); err != nil {
 		t.Fatal(err)
 	}
-	if l.UID != in.UID || string(l.UID) != o.UID || l.Name != k.Name || l.Namespace != k.Namespace {
-		t.Fatalf("result object uid %q (stored %q) %s/%s, want uid %q", l.UID, o.UID, l.Namespace, l.Name, in.UID)
+	if l.UID != in.UID || string(l.UID) != o.UID() || l.Name != k.Name || l.Namespace != k.Namespace {
+		t.Fatalf("result object uid %q (stored %q) %s/%s, want uid %q", l.UID, o.UID(), l.Namespace, l.Name, in.UID)
 	}
 	if *l.Spec.HolderIdentity != *in.Spec.HolderIdentity {
 		t.Fatalf("result object holder %q, want %q", *l.Spec.HolderIdentity, *in.Spec.HolderIdentity)
@@ -515,7 +515,7 @@ func TestDeleteTombstone(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	tomb := res.Object
-	if tomb.RV != 7 || tomb.UID != "u1" || tomb.Key != leaseKey("ns", "x") || !bytes.Equal(dataOf(t, tomb), dataOf(t, before)) {
+	if tomb.RV != 7 || tomb.UID() != "u1" || tomb.Key != leaseKey("ns", "x") || !bytes.Equal(dataOf(t, tomb), dataOf(t, before)) {
 		t.Fatalf("tombstone %+v", tomb)
 	}
 	if rv := objRV(t, tomb); rv != "7" {
@@ -912,7 +912,7 @@ func canonicalDump(t testing.TB, f *FSM) []byte {
 			return
 		}
 		fmt.Fprintf(&b, "  %q %q %q rv=%d uid=%q objrv=%s data=%x\n",
-			o.Key.Resource, o.Key.Namespace, o.Key.Name, o.RV, o.UID, objRV(t, o), dataOf(t, o))
+			o.Key.Resource, o.Key.Namespace, o.Key.Name, o.RV, o.UID(), objRV(t, o), dataOf(t, o))
 	}
 	fmt.Fprintf(&b, "applied=%d dropped=%d objects=%d events=%d\n", applied, dropped, len(objs), len(events))
 	for _, o := range objs {
@@ -1016,7 +1016,7 @@ func TestDeterminism(t *testing.T) {
 	}
 	for _, o := range objs {
 		mo, ok := m.objs[o.Key]
-		if !ok || mo.rv != o.RV || mo.uid != o.UID || !bytes.Equal(mo.data, dataOf(t, o)) {
+		if !ok || mo.rv != o.RV || mo.uid != o.UID() || !bytes.Equal(mo.data, dataOf(t, o)) {
 			t.Fatalf("object %v rv %d, model has %+v", o.Key, o.RV, mo)
 		}
 	}
@@ -1174,7 +1174,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			for i, o := range srcObjs {
 				r := dstObjs[i]
-				if r.Key != o.Key || r.RV != o.RV || r.UID != o.UID || !bytes.Equal(dataOf(t, r), dataOf(t, o)) {
+				if r.Key != o.Key || r.RV != o.RV || r.UID() != o.UID() || !bytes.Equal(dataOf(t, r), dataOf(t, o)) {
 					t.Fatalf("restored %+v, want %+v", r, o)
 				}
 				if !equalLeases(o.Obj, r.Obj) {
@@ -1312,7 +1312,7 @@ func sameObject(t *testing.T, what string, want, got *state.Object) {
 		}
 		return
 	}
-	if got.Key != want.Key || got.RV != want.RV || got.UID != want.UID || !bytes.Equal(dataOf(t, got), dataOf(t, want)) {
+	if got.Key != want.Key || got.RV != want.RV || got.UID() != want.UID() || !bytes.Equal(dataOf(t, got), dataOf(t, want)) {
 		t.Fatalf("%s: %+v, want %+v", what, got, want)
 	}
 	if !equalLeases(want.Obj, got.Obj) {

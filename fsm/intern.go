@@ -126,7 +126,6 @@ func shareUnchanged(o, prev *state.Object) {
 	}
 	if obj.GetUID() == old.GetUID() {
 		obj.SetUID(old.GetUID())
-		o.UID = prev.UID
 	}
 	// The same key is the same resource, stored as one type.
 	switch n := o.Obj.(type) {

@@ -131,7 +131,7 @@ func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
 			t.Fatalf("%s: a later time %v shares %v", what, ec.Time, ea.Time)
 		}
 		// The key's strings are the object's own.
-		if !sameMemory(a.Key.Name, la.Name) || !sameMemory(a.Key.Namespace, la.Namespace) || !sameMemory(a.UID, string(la.UID)) {
+		if !sameMemory(a.Key.Name, la.Name) || !sameMemory(a.Key.Namespace, la.Namespace) || !sameMemory(a.UID(), string(la.UID)) {
 			t.Fatalf("%s: key strings not shared with the object", what)
 		}
 	}
@@ -221,7 +221,7 @@ func TestVersionsShareUnchangedValues(t *testing.T) {
 		for i, e := range evs[1:] {
 			n, p := e.Object.Obj.(*coordinationv1.Lease), e.Prev.Obj.(*coordinationv1.Lease)
 			if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) ||
-				!sameMemory(e.Object.Key.Name, n.Name) || !sameMemory(e.Object.UID, string(n.UID)) {
+				!sameMemory(e.Object.Key.Name, n.Name) || !sameMemory(e.Object.UID(), string(n.UID)) {
 				t.Errorf("%s: event %d: name or uid not shared with the previous version, or not with the key", what, e.RV)
 			}
 			s, ps := n.Spec, p.Spec

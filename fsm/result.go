@@ -128,7 +128,7 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 		o.SetResourceVersion(strconv.FormatUint(rv, 10))
 		res.Object = &state.Object{
 			Key: state.Key{Resource: objResc, Namespace: o.GetNamespace(), Name: o.GetName()},
-			RV:  rv, UID: string(o.GetUID()), Obj: o,
+			RV:  rv, Obj: o,
 		}
 	}
 	return res, nil

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/raft"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/fsm/state"
 )
@@ -143,7 +144,7 @@ func appendObject(b []byte, o *state.Object, copies storedCopies) ([]byte, error
 	b = appendString(b, o.Key.Namespace)
 	b = appendString(b, o.Key.Name)
 	b = binary.AppendUvarint(b, o.RV)
-	b = appendString(b, o.UID)
+	b = appendString(b, o.UID())
 	b, err := appendStored(b, o, copies, true)
 	if err != nil {
 		return b, fmt.Errorf("encode %s: %w", o.Key, err)
@@ -301,7 +302,8 @@ func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Ob
 	obj.SetResourceVersion(strconv.FormatUint(rv, 10))
 	// The object spells its key and uid too: share its strings.
 	k.Namespace, k.Name = sameString(obj.GetNamespace(), ns), sameString(obj.GetName(), name)
-	o := &state.Object{Key: k, RV: rv, UID: sameString(string(obj.GetUID()), uid), Data: keep, Obj: obj}
+	obj.SetUID(types.UID(sameString(string(obj.GetUID()), uid)))
+	o := &state.Object{Key: k, RV: rv, Data: keep, Obj: obj}
 	if shared != nil {
 		shared[version{k, rv}] = o
 	}

@@ -51,7 +51,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Res
 		// The stored object as it is: its encoding is computed once and
 		// shared with every watcher and every other reader.
 		if slot, ok := encodingSlot(out.info.MediaType); ok {
-			if data, err := stored.Encoding(slot, out.encodeObject); err == nil {
+			if data, err := s.node.State().Encoding(stored, slot, out.encodeObject); err == nil {
 				out.writeEncoded(w, http.StatusOK, data)
 				return
 			}

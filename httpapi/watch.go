@@ -172,7 +172,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 			}
 			obj, err = encodeObj(ev.Object)
 		case ev.Stored != nil:
-			obj, err = ev.Stored.Encoding(slot, encodeObj)
+			obj, err = s.node.State().Encoding(ev.Stored, slot, encodeObj)
 		default:
 			obj, err = encodeObj(ev.Object)
 		}

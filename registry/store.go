@@ -441,8 +441,8 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Ob
 			continue // this node was behind the client: read again
 		case rv != cur.RV:
 			refusal = conflict(r, name)
-		case obj.GetUID() != "" && string(obj.GetUID()) != cur.UID:
-			refusal = preconditionFailed(r, k, "UID", string(obj.GetUID()), cur.UID)
+		case obj.GetUID() != "" && string(obj.GetUID()) != cur.UID():
+			refusal = preconditionFailed(r, k, "UID", string(obj.GetUID()), cur.UID())
 		}
 		if refusal != nil {
 			if confirmed {
@@ -619,8 +619,8 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch P
 				continue
 			}
 			refusal = conflict(r, name)
-		} else if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID {
-			refusal = preconditionFailed(r, k, "UID", string(uid), cur.UID)
+		} else if uid := obj.GetUID(); uid != "" && string(uid) != cur.UID() {
+			refusal = preconditionFailed(r, k, "UID", string(uid), cur.UID())
 		}
 		if refusal != nil {
 			if confirmed {
@@ -680,8 +680,8 @@ func (s *Store) Delete(ctx context.Context, r *Resource, ns, name string, o Dele
 		}
 	}
 	if o.DryRun {
-		if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID {
-			return nil, preconditionFailed(r, k, "UID", cmd.ExpectUID, cur.UID)
+		if cmd.ExpectUID != "" && cmd.ExpectUID != cur.UID() {
+			return nil, preconditionFailed(r, k, "UID", cmd.ExpectUID, cur.UID())
 		}
 		if cmd.ExpectRV != 0 && cmd.ExpectRV != cur.RV {
 			return nil, preconditionFailed(r, k, "ResourceVersion", strconv.FormatUint(cmd.ExpectRV, 10), strconv.FormatUint(cur.RV, 10))

@@ -13,14 +13,14 @@ const (
 	EncodingSlots
 )
 
-// Encoding returns Obj encoded in the format of slot, computing it with enc
+// Encoding returns o.Obj encoded in the format of slot, computing it with enc
 // the first time. Concurrent first calls may both encode; the first result
 // stored is kept. A stored object keeps its encodings only while they are
 // among the store's most recently made (Config.EncodingCacheBytes): the
 // cache is for the many watchers of a fresh write and for objects read
 // again and again, and one full list of 100,000 objects would otherwise
 // leave ~1 KB cached on every one of them.
-func (o *Object) Encoding(slot int, enc func(runtime.Object) ([]byte, error)) ([]byte, error) {
+func (s *Store) Encoding(o *Object, slot int, enc func(runtime.Object) ([]byte, error)) ([]byte, error) {
 	if b := o.encodings[slot].Load(); b != nil {
 		return *b, nil
 	}
@@ -28,8 +28,8 @@ func (o *Object) Encoding(slot int, enc func(runtime.Object) ([]byte, error)) ([
 	if err != nil {
 		return nil, err
 	}
-	if p := &b; o.encodings[slot].CompareAndSwap(nil, p) && o.cache != nil {
-		o.cache.add(o, slot, p)
+	if p := &b; o.encodings[slot].CompareAndSwap(nil, p) {
+		s.encodings.add(o, slot, p)
 	}
 	return b, nil
 }

@@ -10,16 +10,16 @@ import (
 // TestObjectEncodingCached: each slot is computed once and then shared, so
 // a thousand watchers cost one encoding.
 func TestObjectEncodingCached(t *testing.T) {
-	o := &Object{}
+	s, o := New(DefaultConfig()), &Object{}
 	calls := 0
 	enc := func(runtime.Object) ([]byte, error) { calls++; return []byte{byte(calls)}, nil }
 	for range 3 {
-		b, err := o.Encoding(EncodingJSON, enc)
+		b, err := s.Encoding(o, EncodingJSON, enc)
 		if err != nil || len(b) != 1 || b[0] != 1 {
 			t.Fatalf("json encoding = %v, %v; want the first result", b, err)
 		}
 	}
-	if b, _ := o.Encoding(EncodingProtobuf, enc); b[0] != 2 {
+	if b, _ := s.Encoding(o, EncodingProtobuf, enc); b[0] != 2 {
 		t.Fatalf("protobuf slot reused the JSON encoding")
 	}
 	if calls != 2 {
@@ -39,7 +39,7 @@ func TestEncodingCacheBounded(t *testing.T) {
 	sn := s.Snapshot()
 	calls := 0
 	enc := func(runtime.Object) ([]byte, error) { calls++; return make([]byte, size), nil }
-	get := func(name string) { sn.Get(key("ns", name)).Encoding(EncodingJSON, enc) }
+	get := func(name string) { _, _ = s.Encoding(sn.Get(key("ns", name)), EncodingJSON, enc) }
 	cached := func(name string) bool { return sn.Get(key("ns", name)).encodings[EncodingJSON].Load() != nil }
 	for i := range 5 {
 		get(fmt.Sprint(i))

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -30,8 +31,7 @@ func (k Key) String() string { return k.id() }
 type Object struct {
 	Key Key
 	// RV is the Raft index of the entry that last changed the object.
-	RV  uint64
-	UID string
+	RV uint64
 	// Data is the object's protobuf encoding with resourceVersion unset, as
 	// written, when encoding Obj again would not give it back (fields this
 	// binary does not know). Usually it would, and Data is nil: the FSM
@@ -42,14 +42,23 @@ type Object struct {
 	Obj runtime.Object
 
 	// encodings caches Obj's wire encodings, one slot per format, so that
-	// an object sent to a thousand watchers is encoded once; cache, once
-	// the object is stored, bounds what all objects keep there.
+	// an object sent to a thousand watchers is encoded once (see
+	// Store.Encoding).
 	encodings [EncodingSlots]atomic.Pointer[[]byte]
-	cache     *encodingCache
 }
 
 // ID is the object's id, the order of lists.
 func (o *Object) ID() string { return o.Key.id() }
+
+// UID is the object's metadata.uid. It is read from Obj rather than kept
+// beside it: every version of every object is held, and one more string
+// header each is a tenth of the Object.
+func (o *Object) UID() string {
+	if m, ok := o.Obj.(metav1.Object); ok {
+		return string(m.GetUID())
+	}
+	return ""
+}
 
 // Store is the node's in-memory state: objects in an immutable tree (see
 // node: a read snapshot costs one pointer copy and never blocks Apply), the
@@ -373,7 +382,6 @@ func (t *Txn) Get(k Key) *Object { return t.root.get(k.id()) }
 
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
 func (t *Txn) Put(o, prev *Object, appendedAt int64) {
-	o.cache = t.s.encodings
 	t.root = t.root.insert(o.ID(), o)
 	typ := Added
 	if prev != nil {
@@ -386,7 +394,6 @@ func (t *Txn) Put(o, prev *Object, appendedAt int64) {
 // Delete removes prev; tombstone is its last state stamped with the delete's
 // index.
 func (t *Txn) Delete(prev, tombstone *Object, appendedAt int64) {
-	tombstone.cache = t.s.encodings
 	var found bool
 	if t.root, found = t.root.remove(prev.ID()); !found {
 		panic(fmt.Sprintf("state: delete %s: not found", prev.Key))
@@ -432,15 +439,6 @@ func (t *Txn) Commit(idx uint64) {
 // Replace swaps in a whole new state (from a Raft snapshot). Watchers see a
 // new generation and must resume from a fresh list.
 func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64) {
-	for _, o := range objs {
-		o.cache = s.encodings
-	}
-	for _, e := range events {
-		e.Object.cache = s.encodings
-		if e.Prev != nil {
-			e.Prev.cache = s.encodings
-		}
-	}
 	root := newTree(objs)
 	s.mu.Lock()
 	s.root = root

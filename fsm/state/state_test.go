@@ -20,7 +20,7 @@ const waitLimit = 10 * time.Second
 func key(ns, name string) Key { return Key{Resource: "leases", Namespace: ns, Name: name} }
 
 func obj(k Key, rv uint64, data string) *Object {
-	return &Object{Key: k, RV: rv, UID: "uid-" + k.Name, Data: []byte(data)}
+	return &Object{Key: k, RV: rv, Data: []byte(data)}
 }
 
 // op is one change of an entry; the zero op changes nothing.
@@ -41,7 +41,7 @@ func apply(s *Store, first uint64, ops ...op) {
 			t.Put(obj(o.put, idx, o.data), prev, int64(idx))
 		case o.del != (Key{}):
 			prev := t.Get(o.del)
-			tomb := &Object{Key: prev.Key, RV: idx, UID: prev.UID, Data: prev.Data, Obj: prev.Obj}
+			tomb := &Object{Key: prev.Key, RV: idx, Data: prev.Data, Obj: prev.Obj}
 			t.Delete(prev, tomb, int64(idx))
 		}
 		t.Step(idx)
