@@ -143,18 +143,15 @@ func (m *Mux) route(c net.Conn) {
 			m.untrack(c)
 			c.Close()
 		}
-	case connRPC:
+	case connRPC, connApplyStream:
 		m.mu.Lock()
 		h := m.handler
 		m.mu.Unlock()
-		serveRPC(c, h, m.logger)
-		m.untrack(c)
-		c.Close()
-	case connApplyStream:
-		m.mu.Lock()
-		h := m.handler
-		m.mu.Unlock()
-		serveApplyStream(c, h, m.logger)
+		if b[0] == connRPC {
+			serveRPC(c, h, m.logger)
+		} else {
+			serveApplyStream(c, h, m.logger)
+		}
 		m.untrack(c)
 		c.Close()
 	default:

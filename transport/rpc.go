@@ -126,14 +126,7 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 		case rpcApply:
 			idx, result, err := h.Apply(ctx, req.Command)
 			resp.Index, resp.Result = idx, result
-			switch {
-			case errors.Is(err, ErrNotLeader):
-				resp.NotLeader = true
-			case errors.Is(err, ErrNotApplied):
-				resp.NotApplied = true
-			case err != nil:
-				resp.Err = err.Error()
-			}
+			resp.NotLeader, resp.NotApplied, resp.Err = applyAnswer(err)
 		default:
 			resp.Err = fmt.Sprintf("unknown rpc kind %d", req.Kind)
 		}
@@ -230,32 +223,44 @@ func (cl *Client) Apply(ctx context.Context, addr string, cmd []byte) (uint64, [
 		if err != nil {
 			return 0, nil, err
 		}
-		switch {
-		case resp.NotLeader:
-			return 0, nil, ErrNotLeader
-		case resp.NotApplied:
-			return 0, nil, ErrNotApplied
-		case resp.Err != "":
-			return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, resp.Err)
-		}
-		return resp.Index, resp.Result, nil
+		return applyResult(resp.Index, resp.Result, resp.NotLeader, resp.NotApplied, resp.Err)
 	}
 }
 
 // applyOnce is Apply on a connection of its own.
 func (cl *Client) applyOnce(ctx context.Context, addr string, cmd []byte) (uint64, []byte, error) {
 	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcApply, Command: cmd})
-	switch {
-	case err != nil:
+	if err != nil {
 		return 0, nil, err
-	case resp.NotLeader:
-		return 0, nil, ErrNotLeader
-	case resp.NotApplied:
-		return 0, nil, ErrNotApplied
-	case resp.Err != "":
-		return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, resp.Err)
 	}
-	return resp.Index, resp.Result, nil
+	return applyResult(resp.Index, resp.Result, resp.NotLeader, resp.NotApplied, resp.Err)
+}
+
+// applyAnswer sorts the error of Handler.Apply for its answer: the two
+// that mean nothing was written, or the text of any other.
+func applyAnswer(err error) (notLeader, notApplied bool, text string) {
+	switch {
+	case errors.Is(err, ErrNotLeader):
+		return true, false, ""
+	case errors.Is(err, ErrNotApplied):
+		return false, true, ""
+	case err != nil:
+		return false, false, err.Error()
+	}
+	return false, false, ""
+}
+
+// applyResult is Apply's result from the fields of its answer.
+func applyResult(idx uint64, result []byte, notLeader, notApplied bool, text string) (uint64, []byte, error) {
+	switch {
+	case notLeader:
+		return 0, nil, ErrNotLeader
+	case notApplied:
+		return 0, nil, ErrNotApplied
+	case text != "":
+		return 0, nil, fmt.Errorf("%w: %s", ErrUnknownOutcome, text)
+	}
+	return idx, result, nil
 }
 
 // noStreamRetry is how long a peer that refused an apply stream is sent

@@ -21,7 +21,7 @@ import (
 // meanwhile goes with it; answers come back in commit order, the answers
 // to one Raft batch together. A request and its answer each on a
 // connection of their own cost both nodes a wakeup and two system calls
-// apiece, more than the rest of forwarding the write.
+// per command.
 //
 // The server acknowledges the stream with one byte before anything else,
 // so a client talking to a node that does not know the stream (an older
@@ -143,14 +143,7 @@ func serveApplyStream(c net.Conn, h Handler, logger hclog.Logger) {
 			idx, result, err := h.Apply(ctx, req.Command)
 			cancel()
 			resp := streamResponse{ID: req.ID, Index: idx, Result: result}
-			switch {
-			case errors.Is(err, ErrNotLeader):
-				resp.NotLeader = true
-			case errors.Is(err, ErrNotApplied):
-				resp.NotApplied = true
-			case err != nil:
-				resp.Err = err.Error()
-			}
+			resp.NotLeader, resp.NotApplied, resp.Err = applyAnswer(err)
 			if w.send(&resp) != nil {
 				c.Close() // the reader above ends too
 			}
