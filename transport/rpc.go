@@ -102,11 +102,7 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 			}
 			return
 		}
-		timeout := req.Timeout
-		if timeout <= 0 || timeout > time.Minute {
-			timeout = time.Minute
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := serverContext(req.Timeout)
 		var resp rpcResponse
 		switch req.Kind {
 		case rpcForward:
@@ -141,6 +137,27 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 }
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// maxCallTime bounds a peer call whose caller set no deadline, and the
+// server's work on any call.
+const maxCallTime = time.Minute
+
+// callDeadline is when a call under ctx gives up.
+func callDeadline(ctx context.Context) time.Time {
+	if d, ok := ctx.Deadline(); ok {
+		return d
+	}
+	return time.Now().Add(maxCallTime)
+}
+
+// serverContext bounds the server's work on a call by the caller's
+// remaining budget, sent with the request.
+func serverContext(timeout time.Duration) (context.Context, context.CancelFunc) {
+	if timeout <= 0 || timeout > maxCallTime {
+		timeout = maxCallTime
+	}
+	return context.WithTimeout(context.Background(), timeout)
+}
 
 // Client makes RPCs to peers over pooled connections.
 type Client struct {
@@ -315,10 +332,7 @@ func (cl *Client) applyStream(ctx context.Context, addr string) (*applyStream, e
 }
 
 func (cl *Client) call(ctx context.Context, addr string, req *rpcRequest) (*rpcResponse, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
+	deadline := callDeadline(ctx)
 	req.Timeout = time.Until(deadline)
 	cc, err := cl.get(addr, time.Until(deadline))
 	if err != nil {

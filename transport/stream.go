@@ -2,6 +2,7 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -56,27 +57,18 @@ type frameWriter struct {
 	c net.Conn
 
 	mu      sync.Mutex
-	queued  *buffer // frames not yet written
-	spare   *buffer
-	enc     *gob.Encoder // writes into queued (through the buffer pointer)
+	queued  bytes.Buffer // frames not yet written; enc writes here
+	enc     *gob.Encoder
 	writing bool
 	err     error
+	out     []byte // what the write in progress sends; only its writer uses it
 }
-
-// buffer is the gob encoder's target; the writer swaps its contents.
-type buffer struct{ b []byte }
-
-func (b *buffer) Write(p []byte) (int, error) { b.b = append(b.b, p...); return len(p), nil }
 
 func newFrameWriter(c net.Conn) *frameWriter {
-	w := &frameWriter{c: c, queued: &buffer{}, spare: &buffer{}}
-	w.enc = gob.NewEncoder(writerFunc(func(p []byte) (int, error) { return w.queued.Write(p) }))
+	w := &frameWriter{c: c}
+	w.enc = gob.NewEncoder(&w.queued)
 	return w
 }
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // send queues v and makes sure it is written. It returns the error of the
 // connection once a write has failed.
@@ -97,12 +89,11 @@ func (w *frameWriter) send(v any) error {
 		return nil // the writer in progress takes it along
 	}
 	w.writing = true
-	for len(w.queued.b) > 0 && w.err == nil {
-		out := w.queued
-		w.queued, w.spare = w.spare, out
+	for w.queued.Len() > 0 && w.err == nil {
+		w.out = append(w.out[:0], w.queued.Bytes()...)
+		w.queued.Reset()
 		w.mu.Unlock()
-		_, err := w.c.Write(out.b)
-		out.b = out.b[:0]
+		_, err := w.c.Write(w.out)
 		w.mu.Lock()
 		if err != nil {
 			w.err = err
@@ -135,11 +126,7 @@ func serveApplyStream(c net.Conn, h Handler, logger hclog.Logger) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			timeout := req.Timeout
-			if timeout <= 0 || timeout > time.Minute {
-				timeout = time.Minute
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			ctx, cancel := serverContext(req.Timeout)
 			idx, result, err := h.Apply(ctx, req.Command)
 			cancel()
 			resp := streamResponse{ID: req.ID, Index: idx, Result: result}
@@ -226,9 +213,12 @@ func (s *applyStream) fail(err error) {
 
 // usable reports whether new calls may go on the stream.
 func (s *applyStream) usable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.err == nil
+	select {
+	case <-s.broken:
+		return false
+	default:
+		return true
+	}
 }
 
 // errStreamClosed means the stream had ended before the call was queued:
@@ -237,10 +227,7 @@ var errStreamClosed = errors.New("apply stream closed")
 
 // apply sends cmd and waits for its answer or ctx.
 func (s *applyStream) apply(ctx context.Context, cmd []byte) (*streamResponse, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(time.Minute)
-	}
+	deadline := callDeadline(ctx)
 	ch := make(chan streamResponse, 1)
 	s.mu.Lock()
 	if s.err != nil {

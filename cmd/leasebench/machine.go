@@ -32,11 +32,10 @@ const machineIdleGap = time.Millisecond
 
 // MachineResult is what machine measured; latencies in milliseconds.
 type MachineResult struct {
-	Dir          string      `json:"dir"`
-	N            int         `json:"n"`
-	Fdatasync    Percentiles `json:"fdatasyncMs"`
-	RoundTrip    Percentiles `json:"roundTripMs"`
-	RoundTripIdl Percentiles `json:"roundTripAfterIdleMs"`
+	Dir           string
+	Fdatasync     Percentiles
+	RoundTrip     Percentiles
+	RoundTripIdle Percentiles // after machineIdleGap without traffic
 }
 
 func machineMain(args []string) int {
@@ -64,7 +63,7 @@ func machineMain(args []string) int {
 func (r *MachineResult) print(w io.Writer) {
 	fmt.Fprintf(w, "machine   4 KiB write + fdatasync in %s: p50=%.3fms p99=%.3fms\n", r.Dir, r.Fdatasync.P50, r.Fdatasync.P99)
 	fmt.Fprintf(w, "          loopback round trip between two processes: back to back p50=%.3fms p99=%.3fms; after %v idle p50=%.3fms p99=%.3fms\n",
-		r.RoundTrip.P50, r.RoundTrip.P99, machineIdleGap, r.RoundTripIdl.P50, r.RoundTripIdl.P99)
+		r.RoundTrip.P50, r.RoundTrip.P99, machineIdleGap, r.RoundTripIdle.P50, r.RoundTripIdle.P99)
 }
 
 // measureMachine runs every measurement, n samples each; echo is the
@@ -88,7 +87,7 @@ func measureMachine(dir string, n int, echo *exec.Cmd) (*MachineResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &MachineResult{Dir: dir, N: n, Fdatasync: samplePercentiles(syncs), RoundTrip: samplePercentiles(back), RoundTripIdl: samplePercentiles(idle)}, nil
+	return &MachineResult{Dir: dir, Fdatasync: samplePercentiles(syncs), RoundTrip: samplePercentiles(back), RoundTripIdle: samplePercentiles(idle)}, nil
 }
 
 // measureFdatasync overwrites the first 4 KiB of a file in dir and makes

@@ -37,7 +37,7 @@ func TestMeasureMachine(t *testing.T) {
 	if cmd.ProcessState == nil || !cmd.ProcessState.Exited() {
 		t.Errorf("the echo process was not ended: %v", cmd.ProcessState)
 	}
-	for name, p := range map[string]Percentiles{"fdatasync": res.Fdatasync, "round trip": res.RoundTrip, "idle round trip": res.RoundTripIdl} {
+	for name, p := range map[string]Percentiles{"fdatasync": res.Fdatasync, "round trip": res.RoundTrip, "idle round trip": res.RoundTripIdle} {
 		if p.P50 <= 0 || p.P50 > p.P99 || p.P99 > p.Max {
 			t.Errorf("%s: percentiles %+v", name, p)
 		}
