@@ -72,14 +72,15 @@ func printComparison(w io.Writer, results []*Result) {
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tleasehold ops/s\tetcd ops/s\tratio\tleasehold p50/p99 ms\tetcd p50/p99 ms\tp99 ratio\trounds\t")
+	fmt.Fprintln(tw, "workload\tclients\tleasehold ops/s\tetcd ops/s\tratio\tleasehold p50/p99 ms\tetcd p50/p99 ms\tp99 ratio\tleasehold CPU µs/op\tetcd CPU µs/op\trounds\t")
 	var notes []string
 	for _, k := range order {
 		lh, et := summarize(runs[k]["leasehold"]), summarize(runs[k]["etcd"])
-		fmt.Fprintf(tw, "%s %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n",
+		fmt.Fprintf(tw, "%s %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n",
 			k.workload, k.label, clients[k],
 			lh.opsText(), et.opsText(), ratio(lh.ops, et.ops, lh.n > 0 && et.n > 0),
 			lh.latText(), et.latText(), ratio(lh.p99, et.p99, lh.n > 0 && et.n > 0),
+			lh.cpuText(), et.cpuText(),
 			lh.n, et.n)
 		for _, t := range []struct {
 			name string
@@ -93,6 +94,7 @@ func printComparison(w io.Writer, results []*Result) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "ratio = leasehold / etcd (ops/s: above 1 is leasehold faster; p99: below 1 is leasehold faster); medians over the rounds")
+	fmt.Fprintln(w, "CPU µs/op = the three nodes' + the load generator's CPU time per operation while measuring")
 	for _, n := range notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -100,9 +102,10 @@ func printComparison(w io.Writer, results []*Result) {
 
 // summary is the medians of one target's rounds of one workload.
 type summary struct {
-	n                 int
-	ops, p50, p99     float64
-	errors, conflicts int64
+	n                    int
+	ops, p50, p99        float64
+	serverCPU, clientCPU float64 // µs per operation; 0 when not measured
+	errors, conflicts    int64
 }
 
 func summarize(rs []*Result) summary {
@@ -110,15 +113,22 @@ func summarize(rs []*Result) summary {
 	if s.n == 0 {
 		return s
 	}
-	var ops, p50, p99 []float64
+	var ops, p50, p99, server, client []float64
 	for _, r := range rs {
 		ops = append(ops, r.OpsPerSec)
 		p50 = append(p50, r.Latency.P50)
 		p99 = append(p99, r.Latency.P99)
+		if r.ServerCPUSeconds > 0 && r.ClientCPUSeconds > 0 {
+			server = append(server, cpuPerOp(r.ServerCPUSeconds, r.Ops))
+			client = append(client, cpuPerOp(r.ClientCPUSeconds, r.Ops))
+		}
 		s.errors += r.Errors
 		s.conflicts += r.Conflicts
 	}
 	s.ops, s.p50, s.p99 = median(ops), median(p50), median(p99)
+	if len(server) > 0 {
+		s.serverCPU, s.clientCPU = median(server), median(client)
+	}
 	return s
 }
 
@@ -144,6 +154,14 @@ func (s summary) latText() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f / %.2f", s.p50, s.p99)
+}
+
+// cpuText is the nodes' and the load generator's CPU per operation.
+func (s summary) cpuText() string {
+	if s.n == 0 || s.serverCPU == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f + %.0f", s.serverCPU, s.clientCPU)
 }
 
 func ratio(a, b float64, ok bool) string {

@@ -35,7 +35,7 @@ func printFanout(w io.Writer, results []*Result) {
 	}
 	base := fanoutMedians(runs[fanoutKey{}])
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "watchers\trounds\tops/s\tchange\twrite p99 ms\tlag p50/p99 ms\tafter the response p50/p99 ms\tevents/s\t")
+	fmt.Fprintln(tw, "watchers\trounds\tops/s\tchange\twrite p99 ms\tlag p50/p99 ms\tafter the response p50/p99 ms\tevents/s\tnodes' CPU\t")
 	for _, k := range order {
 		m := fanoutMedians(runs[k])
 		name, change, lag, afterAck, events := "none", "-", "-", "-", "-"
@@ -50,15 +50,19 @@ func printFanout(w io.Writer, results []*Result) {
 			}
 			events = fmt.Sprintf("%.0f", m.events)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.1f\t%s\t%s\t%s\t\n", name, m.n, m.ops, change, m.writeP99, lag, afterAck, events)
+		cores := "-"
+		if m.cores > 0 {
+			cores = fmt.Sprintf("%.2f cores", m.cores)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%s\t%.1f\t%s\t%s\t%s\t%s\t\n", name, m.n, m.ops, change, m.writeP99, lag, afterAck, events, cores)
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "change = ops/s against the runs without watchers; lag from the renewTime set before the PUT, and from the PUT's response; medians over the rounds")
+	fmt.Fprintln(w, "change = ops/s against the runs without watchers; lag from the renewTime set before the PUT, and from the PUT's response; nodes' CPU = the three nodes' CPU time over the measured time; medians over the rounds")
 }
 
 type fanoutSummary struct {
 	n                              int
-	ops, writeP99, events          float64
+	ops, writeP99, events, cores   float64
 	lagP50, lagP99, ackP50, ackP99 float64
 }
 
@@ -67,12 +71,15 @@ func fanoutMedians(rs []*Result) fanoutSummary {
 	if s.n == 0 {
 		return s
 	}
-	var ops, wp99, events, lp50, lp99, ap50, ap99 []float64
+	var ops, wp99, events, cores, lp50, lp99, ap50, ap99 []float64
 	for _, r := range rs {
 		ops = append(ops, r.OpsPerSec)
 		wp99 = append(wp99, r.Latency.P99)
 		if r.Seconds > 0 {
 			events = append(events, float64(r.Events)/r.Seconds)
+			if r.ServerCPUSeconds > 0 {
+				cores = append(cores, r.ServerCPUSeconds/r.Seconds)
+			}
 		}
 		if r.Lag != nil {
 			lp50 = append(lp50, r.Lag.P50)
@@ -84,6 +91,9 @@ func fanoutMedians(rs []*Result) fanoutSummary {
 		}
 	}
 	s.ops, s.writeP99 = median(ops), median(wp99)
+	if len(cores) > 0 {
+		s.cores = median(cores)
+	}
 	if len(events) > 0 {
 		s.events = median(events)
 	}

@@ -17,6 +17,7 @@ func TestPrintFanoutMedians(t *testing.T) {
 			Workload: "watch", Watchers: 1000, WatchFormat: "protobuf", OpsPerSec: ops, Seconds: 5,
 			Events: int64(1000 * ops * 5), Latency: Percentiles{P99: 20},
 			Lag: &Percentiles{P50: p99 / 4, P99: p99}, LagAfterAck: &Percentiles{P50: p99 / 5, P99: p99 - 10},
+			ServerCPUSeconds: []float64{5, 7, 4}[i],
 		})
 	}
 	// A format without the after-response lag (results of an older leasebench).
@@ -40,7 +41,7 @@ func TestPrintFanoutMedians(t *testing.T) {
 	// Medians taken separately: ops 285 (-5 %), lag p99 100 (not the 200
 	// of the disturbed run), after the response 90.
 	got := strings.Join(find("1000 protobuf"), " ")
-	for _, want := range []string{"1000 protobuf 3 285 -5.0 % 20.0", "25.0 / 100.0", "20.0 / 90.0", " 285000"} {
+	for _, want := range []string{"1000 protobuf 3 285 -5.0 % 20.0", "25.0 / 100.0", "20.0 / 90.0", " 285000", "1.00 cores"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("protobuf row %q lacks %q", got, want)
 		}

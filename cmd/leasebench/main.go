@@ -36,6 +36,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "fanout" {
 		os.Exit(fanoutMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "summary" {
+		os.Exit(summaryMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "machine" {
 		os.Exit(machineMain(os.Args[2:]))
 	}
@@ -99,7 +103,7 @@ func main() {
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (it shares the machine with the cluster)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench machine [--dir DIR] [--n N]")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench summary RESULT.json...\n       leasebench machine [--dir DIR] [--n N]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -170,6 +174,10 @@ type Result struct {
 	LagAfterAck *Percentiles       `json:"watchLagAfterAckMs,omitempty"`
 	Events      int64              `json:"watchEvents,omitempty"`
 	ByOp        map[string]float64 `json:"opsPerSecByKind,omitempty"`
+	// CPU time the nodes (their process_cpu_seconds_total) and the load
+	// generator used while measuring; 0 when it could not be read.
+	ServerCPUSeconds float64 `json:"serverCpuSeconds,omitempty"`
+	ClientCPUSeconds float64 `json:"clientCpuSeconds,omitempty"`
 }
 
 // Percentiles of a latency distribution, in milliseconds.
@@ -190,6 +198,10 @@ func (r *Result) print(w io.Writer) {
 		r.Target, r.Workload, r.Label, r.Clients, r.Leases, r.OpsPerSec, r.Latency.P50, r.Latency.P90, r.Latency.P99, r.Latency.P999, r.Latency.Max, r.Conflicts, r.Errors)
 	if r.FirstErr != "" {
 		fmt.Fprintf(w, "          first error: %s\n", r.FirstErr)
+	}
+	if r.ServerCPUSeconds > 0 || r.ClientCPUSeconds > 0 {
+		fmt.Fprintf(w, "          CPU per operation: nodes %.0fµs, load generator %.0fµs (nodes %.2f cores)\n",
+			cpuPerOp(r.ServerCPUSeconds, r.Ops), cpuPerOp(r.ClientCPUSeconds, r.Ops), r.ServerCPUSeconds/r.Seconds)
 	}
 	if r.Lag != nil {
 		fmt.Fprintf(w, "         watchers=%d (%s) events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
@@ -213,6 +225,8 @@ type bench struct {
 	kinds  sync.Map               // kind → *atomic.Int64
 	first  atomic.Pointer[string] // the first error, to tell what the errors were
 	acked  *ackRing               // watch workload: when each write's response arrived
+	// CPU seconds the nodes and the load generator used while measuring.
+	serverCPU, clientCPU float64
 }
 
 // failed counts an error and keeps the first one's text for the report.
@@ -300,6 +314,7 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
+	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints)))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
@@ -312,7 +327,20 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		}()
 	}
 	wg.Wait()
-	return time.Since(start).Seconds()
+	elapsed := time.Since(start).Seconds()
+	b.serverCPU, b.clientCPU = cpu.end(ctx)
+	return elapsed
+}
+
+// unique is xs without repeats, in order.
+func unique(xs []string) []string {
+	var out []string
+	for _, x := range xs {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // fill puts the counters and latencies of the run into res.
@@ -326,6 +354,7 @@ func (b *bench) fill(res *Result, elapsed float64) {
 		res.FirstErr = *msg
 	}
 	res.Latency = percentiles(b.lat)
+	res.ServerCPUSeconds, res.ClientCPUSeconds = b.serverCPU, b.clientCPU
 	res.ByOp = map[string]float64{}
 	b.kinds.Range(func(k, v any) bool {
 		res.ByOp[k.(string)] = float64(v.(*atomic.Int64).Load()) / elapsed

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+func TestParseCPUSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       float64
+		ok         bool
+	}{
+		{"prometheus client", "# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.\n# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 12.34\nprocess_max_fds 1024\n", 12.34, true},
+		{"after other metrics, with a timestamp", "go_goroutines 7\nprocess_cpu_seconds_total_other 99\nprocess_cpu_seconds_total 5e-01 1700000000000\n", 0.5, true},
+		{"with labels", `process_cpu_seconds_total{instance="a"} 3` + "\n", 3, true},
+		{"absent", "go_goroutines 7\nprocess_cpu_seconds_total_other 99\n", 0, false},
+		{"not a number", "process_cpu_seconds_total NaNa\n", 0, false},
+	} {
+		got, ok := parseCPUSeconds(strings.NewReader(tc.text))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%s: got %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// TestCPUMeterSumsNodes: the nodes' counters are summed; one node that
+// does not answer makes the reading unknown rather than low.
+func TestCPUMeterSumsNodes(t *testing.T) {
+	var calls atomic.Int64
+	node := func(secs float64) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
+			if r.URL.Path != "/metrics" {
+				http.NotFound(w, r)
+				return
+			}
+			fmt.Fprintf(w, "go_threads 9\nprocess_cpu_seconds_total %g\n", secs)
+		}))
+	}
+	a, b := node(1.5), node(2.25)
+	defer a.Close()
+	defer b.Close()
+	broken := httptest.NewServer(http.NotFoundHandler())
+	defer broken.Close()
+
+	got, ok := newCPUMeter([]string{a.URL, b.URL + "/"}).serverSeconds(context.Background())
+	if !ok || got != 3.75 {
+		t.Fatalf("two nodes: %v, %v; want 3.75, true", got, ok)
+	}
+	if calls.Load() != 2 {
+		t.Fatalf("%d scrapes, want 2", calls.Load())
+	}
+	if got, ok := newCPUMeter([]string{a.URL, broken.URL}).serverSeconds(context.Background()); ok {
+		t.Fatalf("a node without the metric: %v, %v; want unknown", got, ok)
+	}
+}
+
+// TestComparisonCPUColumn: the table shows the medians of the nodes' and
+// the load generator's CPU per operation, and "-" for runs without them.
+func TestComparisonCPUColumn(t *testing.T) {
+	var results []*Result
+	for i, server := range []float64{3.0, 1.0, 2.0} { // seconds over 10,000 ops: 300, 100, 200 µs
+		results = append(results,
+			&Result{Target: "leasehold", Workload: "renew", Label: "64", Clients: 64, Ops: 10000, OpsPerSec: 1000,
+				ServerCPUSeconds: server, ClientCPUSeconds: []float64{0.5, 0.9, 0.7}[i]},
+			&Result{Target: "etcd", Workload: "renew", Label: "64", Clients: 64, Ops: 10000, OpsPerSec: 1000})
+	}
+	var out bytes.Buffer
+	printComparison(&out, results)
+	var row string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "renew 64") {
+			row = strings.Join(strings.Fields(l), " ")
+		}
+	}
+	if !strings.Contains(row, "200 + 70 - 3/3") {
+		t.Fatalf("row %q: want leasehold CPU 200 + 70 µs/op and etcd's unknown (-)\n%s", row, out.String())
+	}
+}
+
+// TestSummaryByLabel: runs are grouped by label in order of appearance,
+// each figure the median of its group's runs.
+func TestSummaryByLabel(t *testing.T) {
+	mk := func(label string, ops, p99, lag, server float64) *Result {
+		r := &Result{Label: label, Workload: "watch", Ops: 1000, OpsPerSec: ops, Latency: Percentiles{P50: 1, P99: p99},
+			ServerCPUSeconds: server, ClientCPUSeconds: server / 2}
+		if lag > 0 {
+			r.Lag = &Percentiles{P99: lag}
+		}
+		return r
+	}
+	results := []*Result{
+		mk("B", 310, 9, 70, 0.3), mk("A", 300, 10, 80, 0.4), mk("A", 290, 30, 120, 0.2),
+		mk("B", 320, 8, 60, 0.1), mk("A", 100, 20, 90, 0.3), mk("B", 330, 7, 0, 0.2),
+	}
+	var out bytes.Buffer
+	printSummary(&out, results)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("want a header, two rows and a footnote:\n%s", out.String())
+	}
+	b, a := strings.Join(strings.Fields(lines[1]), " "), strings.Join(strings.Fields(lines[2]), " ")
+	if want := "B 3 320 1.00 8.00 65.0 200 100"; b != want {
+		t.Errorf("row B %q, want %q (B first: it came first; lag over the runs that have one)", b, want)
+	}
+	if want := "A 3 290 1.00 20.00 90.0 300 150"; a != want {
+		t.Errorf("row A %q, want %q", a, want)
+	}
+}
