@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/registry"
 )
 
@@ -84,7 +85,17 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 	}
 	ctx, cancel := requestContext(req)
 	defer cancel()
-	list, err := s.store.List(ctx, res, ns, lo)
+	list, stored, err := s.store.ListStored(ctx, res, ns, lo)
+	if err == nil && stored != nil && out.as.Kind == "" && !out.pretty {
+		cached := func(o *state.Object, slot int) ([]byte, error) {
+			return s.node.State().Encoding(o, slot, out.encodeObject)
+		}
+		if body, ok := encodedList(out, res, list, stored, cached); ok {
+			out.writeEncoded(w, http.StatusOK, body)
+			return
+		}
+		res.SetItems(list, storedItems(stored)) // as they were
+	}
 	if err == nil {
 		list, err = transform(req, out, list, true)
 	}

@@ -74,6 +74,14 @@ const continueTooOld = "The provided continue parameter is too old to display a 
 // list type. Every page of a paginated list comes from the snapshot of the
 // first page.
 func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions) (runtime.Object, error) {
+	list, _, err := s.ListStored(ctx, r, ns, o)
+	return list, err
+}
+
+// ListStored is List that also returns the stored objects of the items
+// when the items are those very objects (not conversions of them), so
+// that the caller can reuse their cached encodings.
+func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOptions) (runtime.Object, []*state.Object, error) {
 	var (
 		sn    *state.Snapshot
 		after *state.Key
@@ -82,7 +90,7 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 	if o.Continue != "" {
 		t, derr := decodeContinue(o.Continue)
 		if derr != nil {
-			return nil, apierrors.NewBadRequest("invalid continue token: " + derr.Error())
+			return nil, nil, apierrors.NewBadRequest("invalid continue token: " + derr.Error())
 		}
 		parts := strings.SplitN(strings.TrimSuffix(t.Start, "\x00"), "/", 2)
 		after = &state.Key{Resource: r.Name, Namespace: parts[0], Name: parts[1]}
@@ -91,13 +99,13 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 			sn, err = s.view(ctx, ReadOptions{})
 		} else {
 			if err := s.waitApplied(ctx, uint64(t.RV)); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			var ok bool
 			if sn, ok = s.cluster.State().SnapshotAt(uint64(t.RV)); !ok {
 				e := apierrors.NewResourceExpired(continueTooOld)
 				e.ErrStatus.ListMeta.Continue = encodeContinueLatest(*after)
-				return nil, e
+				return nil, nil, e
 			}
 		}
 	} else {
@@ -110,7 +118,7 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 		sn, err = s.view(ctx, ro)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	limit := o.Limit
 	if o.ResourceVersion == "0" && o.Continue == "" {
@@ -119,6 +127,7 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 	}
 	var (
 		items     []runtime.Object
+		stored    []*state.Object
 		last      *state.Object
 		more      bool
 		remaining int64
@@ -133,13 +142,21 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 			return true
 		}
 		items = append(items, obj.Obj)
+		stored = append(stored, obj)
 		last = obj
 		return true
 	})
+	shared := true
 	for i, it := range items {
 		if items[i], err = served(r, it); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
+		shared = shared && items[i] == it
+	}
+	if !shared {
+		stored = nil
+	} else if stored == nil {
+		stored = []*state.Object{}
 	}
 	list := r.NewList()
 	r.SetItems(list, items)
@@ -151,7 +168,7 @@ func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions)
 			meta.SetRemainingItemCount(&remaining)
 		}
 	}
-	return list, nil
+	return list, stored, nil
 }
 
 func encodeContinueLatest(after state.Key) string {
