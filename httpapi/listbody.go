@@ -34,13 +34,11 @@ func encodedList(out output, res *registry.Resource, list runtime.Object, items 
 	if err != nil {
 		return nil, false
 	}
-	switch slot {
-	case state.EncodingJSON:
-		return jsonListBody(res, shell, items, func(o *state.Object) ([]byte, error) { return cached(o, slot) })
-	case state.EncodingProtobuf:
-		return protobufListBody(shell, items, func(o *state.Object) ([]byte, error) { return cached(o, slot) })
+	encoding := func(o *state.Object) ([]byte, error) { return cached(o, slot) }
+	if slot == state.EncodingProtobuf {
+		return protobufListBody(shell, items, encoding)
 	}
-	return nil, false
+	return jsonListBody(res, shell, items, encoding)
 }
 
 // jsonListBody puts the items into shell, a list encoded without items:
