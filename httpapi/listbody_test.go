@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -44,10 +45,10 @@ func storedLeases(n int) []*state.Object {
 	return objs
 }
 
-// TestListBodyMatchesSerializer: a list written from its items' cached
-// encodings is, byte for byte, what the serializer writes for the whole
-// list, in JSON and in protobuf, empty or not, with continue and
-// remainingItemCount, encoded afresh or from the cache.
+// TestListBodyMatchesSerializer: a list streamed from its items is, byte
+// for byte, what the serializer writes for the whole list, in JSON and in
+// protobuf, empty or not, with continue and remainingItemCount, its items
+// encoded afresh (cached or not) or taken from the cache.
 func TestListBodyMatchesSerializer(t *testing.T) {
 	remaining := int64(7)
 	metas := []metav1.ListMeta{
@@ -64,6 +65,7 @@ func TestListBodyMatchesSerializer(t *testing.T) {
 				newList := func() runtime.Object {
 					l := registry.Leases.NewList()
 					l.(*coordinationv1.LeaseList).ListMeta = meta
+					registry.Leases.SetItems(l, []runtime.Object{})
 					return l
 				}
 				full := newList()
@@ -72,14 +74,24 @@ func TestListBodyMatchesSerializer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				for _, round := range []string{"fresh", "cached"} {
-					cached := func(o *state.Object, slot int) ([]byte, error) { return st.Encoding(o, slot, out.encodeObject) }
-					got, ok := encodedList(out, registry.Leases, newList(), objs, cached)
-					if !ok {
-						t.Fatalf("%s, %d items, %s: not written from the encodings", media, n, round)
+				for _, round := range []struct {
+					name string
+					enc  listEncoding
+				}{
+					{"uncached", func(*state.Object, int) ([]byte, error) { return nil, nil }},
+					{"caching", func(o *state.Object, slot int) ([]byte, error) { return st.Encoding(o, slot, out.encodeObject) }},
+					{"cached", func(o *state.Object, slot int) ([]byte, error) { return st.CachedEncoding(o, slot), nil }},
+				} {
+					rec := httptest.NewRecorder()
+					started, err := streamList(rec, out, registry.Leases, newList(), objs, round.enc)
+					if !started || err != nil {
+						t.Fatalf("%s, %d items, %s: started %v, %v", media, n, round.name, started, err)
 					}
-					if !bytes.Equal(got, want) {
-						t.Fatalf("%s, %d items, continue %q, %s:\n got %q\nwant %q", media, n, meta.Continue, round, got, want)
+					if got := rec.Body.Bytes(); !bytes.Equal(got, want) {
+						t.Fatalf("%s, %d items, continue %q, %s:\n got %q\nwant %q", media, n, meta.Continue, round.name, got, want)
+					}
+					if ct := rec.Header().Get("Content-Type"); ct != media {
+						t.Fatalf("%s: Content-Type %q", media, ct)
 					}
 				}
 			}
@@ -87,9 +99,9 @@ func TestListBodyMatchesSerializer(t *testing.T) {
 	}
 }
 
-// TestListBodyRefusesUnexpectedEncodings: an encoding not shaped as the
-// list expects (without its kind, another kind, not protobuf) is not
-// spliced in: the caller encodes the list as usual.
+// TestListBodyRefusesUnexpectedEncodings: when the items' encodings are
+// not shaped as the list expects (without their kind, another kind, not
+// protobuf), nothing is written and the caller encodes the list as usual.
 func TestListBodyRefusesUnexpectedEncodings(t *testing.T) {
 	objs := storedLeases(2)
 	for _, tc := range []struct {
@@ -103,15 +115,47 @@ func TestListBodyRefusesUnexpectedEncodings(t *testing.T) {
 		{mediaProtobuf, "k8s\x00\x08\x01"},
 	} {
 		info, _ := serializerFor(tc.media)
-		out := output{info: info}
-		cached := func(*state.Object, int) ([]byte, error) { return []byte(tc.enc), nil }
-		if got, ok := encodedList(out, registry.Leases, registry.Leases.NewList(), objs, cached); ok {
-			t.Errorf("%s %q: wrote %q", tc.media, tc.enc, got)
+		rec := httptest.NewRecorder()
+		enc := func(*state.Object, int) ([]byte, error) { return []byte(tc.enc), nil }
+		if started, _ := streamList(rec, output{info: info}, registry.Leases, registry.Leases.NewList(), objs, enc); started || rec.Body.Len() > 0 || rec.Header().Get("Content-Type") != "" {
+			t.Errorf("%s %q: started %v, wrote %q", tc.media, tc.enc, started, rec.Body.String())
 		}
 	}
 	// YAML has no cached encodings.
 	info, _ := serializerFor(mediaYAML)
-	if _, ok := encodedList(output{info: info}, registry.Leases, registry.Leases.NewList(), objs, nil); ok {
-		t.Error("YAML list written from cached encodings")
+	if started, _ := streamList(httptest.NewRecorder(), output{info: info}, registry.Leases, registry.Leases.NewList(), objs, nil); started {
+		t.Error("YAML list streamed")
+	}
+}
+
+// TestListItemEncodingCachesSmallJSONLists: the JSON items of a list of
+// up to listCacheItems are cached for the next reader; a larger list's,
+// and protobuf items, are not, and what is cached is used either way.
+func TestListItemEncodingCachesSmallJSONLists(t *testing.T) {
+	jsonInfo, _ := serializerFor(mediaJSON)
+	out := output{info: jsonInfo}
+	st := state.New(state.DefaultConfig())
+	objs := storedLeases(3)
+
+	enc := listItemEncoding(st, out, listCacheItems+1)
+	if b, err := enc(objs[0], state.EncodingJSON); b != nil || err != nil {
+		t.Fatalf("large list: %q, %v; want nothing (the item encodes itself)", b, err)
+	}
+	if st.CachedEncoding(objs[0], state.EncodingJSON) != nil {
+		t.Fatal("a large list's item was cached")
+	}
+	enc = listItemEncoding(st, out, listCacheItems)
+	b, err := enc(objs[0], state.EncodingJSON)
+	if err != nil || !bytes.HasPrefix(b, []byte(`{"kind":"Lease"`)) {
+		t.Fatalf("small list: %q, %v", b, err)
+	}
+	if c := st.CachedEncoding(objs[0], state.EncodingJSON); !bytes.Equal(c, b) {
+		t.Fatalf("small list: cached %q, want %q", c, b)
+	}
+	if b, _ := listItemEncoding(st, out, listCacheItems+1)(objs[0], state.EncodingJSON); b == nil {
+		t.Fatal("a large list did not use the cached encoding")
+	}
+	if b, _ := enc(objs[1], state.EncodingProtobuf); b != nil || st.CachedEncoding(objs[1], state.EncodingProtobuf) != nil {
+		t.Fatal("a protobuf item was encoded into the cache")
 	}
 }

@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/registry"
 )
 
@@ -86,15 +85,11 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 	ctx, cancel := requestContext(req)
 	defer cancel()
 	list, stored, err := s.store.ListStored(ctx, res, ns, lo)
-	if err == nil && stored != nil && out.as.Kind == "" && !out.pretty {
-		cached := func(o *state.Object, slot int) ([]byte, error) {
-			return s.node.State().Encoding(o, slot, out.encodeObject)
-		}
-		if body, ok := encodedList(out, res, list, stored, cached); ok {
-			out.writeEncoded(w, http.StatusOK, body)
+	if err == nil && stored != nil {
+		if out.as.Kind == "" && !out.pretty && s.writeStoredList(w, out, res, list, stored) {
 			return
 		}
-		res.SetItems(list, storedItems(stored)) // as they were
+		res.SetItems(list, storedItems(stored))
 	}
 	if err == nil {
 		list, err = transform(req, out, list, true)

@@ -74,13 +74,22 @@ const continueTooOld = "The provided continue parameter is too old to display a 
 // list type. Every page of a paginated list comes from the snapshot of the
 // first page.
 func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions) (runtime.Object, error) {
-	list, _, err := s.ListStored(ctx, r, ns, o)
+	list, stored, err := s.ListStored(ctx, r, ns, o)
+	if stored != nil {
+		items := make([]runtime.Object, len(stored))
+		for i, so := range stored {
+			items[i] = so.Obj
+		}
+		r.SetItems(list, items)
+	}
 	return list, err
 }
 
-// ListStored is List that also returns the stored objects of the items
-// when the items are those very objects (not conversions of them), so
-// that the caller can reuse their cached encodings.
+// ListStored is List for a caller that can write stored objects as they
+// are: when the items are those very objects (not conversions of them),
+// it returns them, and the list without items (its metadata only), so
+// that no copy of them is made and their cached encodings can be reused;
+// otherwise the whole list, and nil.
 func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOptions) (runtime.Object, []*state.Object, error) {
 	var (
 		sn    *state.Snapshot
@@ -153,13 +162,16 @@ func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOp
 		}
 		shared = shared && items[i] == it
 	}
-	if !shared {
-		stored = nil
-	} else if stored == nil {
-		stored = []*state.Object{}
-	}
 	list := r.NewList()
-	r.SetItems(list, items)
+	if shared {
+		r.SetItems(list, []runtime.Object{})
+		if stored == nil {
+			stored = []*state.Object{}
+		}
+	} else {
+		r.SetItems(list, items)
+		stored = nil
+	}
 	meta, _ := list.(metav1.ListInterface)
 	meta.SetResourceVersion(fmt.Sprint(sn.Index))
 	if more {

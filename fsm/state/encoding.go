@@ -34,6 +34,15 @@ func (s *Store) Encoding(o *Object, slot int, enc func(runtime.Object) ([]byte, 
 	return b, nil
 }
 
+// CachedEncoding is o's encoding in the format of slot if it is cached,
+// else nil.
+func (s *Store) CachedEncoding(o *Object, slot int) []byte {
+	if b := o.encodings[slot].Load(); b != nil {
+		return *b
+	}
+	return nil
+}
+
 // encodingCache bounds the bytes of the encodings that stored objects keep:
 // past the bound, the oldest encodings made are dropped (first in, first
 // out), and the next use encodes again.
