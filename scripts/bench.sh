@@ -190,6 +190,16 @@ for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 echo "   renewed for 10s (64 clients, all $SCALE_LEASES Leases; the watch history keeps replaced versions):"
 bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 10s --label "$SCALE_LEASES-leases" renew
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
+# An informer starts with a full list (resourceVersion=0): every node
+# answers two, in JSON and in protobuf.
+echo "   then listed in full, twice on every node (JSON and protobuf, as informers start):"
+for i in 1 2 3; do
+	url="http://127.0.0.1:$((API_PORT_BASE + i))/apis/coordination.k8s.io/v1/leases?resourceVersion=0"
+	for accept in application/json application/vnd.kubernetes.protobuf; do
+		curl -fsS -A leasebench -H "Accept: $accept" -o /dev/null "$url" || echo "   list on n$i ($accept) failed"
+	done
+done
+for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
 if [[ -n $follower ]]; then
 	scripts/cluster.sh kill "$follower" >/dev/null
