@@ -45,8 +45,9 @@ type listEncoding func(o *state.Object, slot int) ([]byte, error)
 func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *registry.Resource, list runtime.Object, items []*state.Object) bool {
 	started, err := streamList(w, out, res, list, items, listItemEncoding(s.node.State(), out, len(items)))
 	if err != nil && started {
-		// The status line is out: all that is left is to stop.
-		s.logger.Error("list: write stopped", "error", err)
+		// The status line is out: all that is left is to stop. Usually
+		// the client went away.
+		s.logger.Debug("list stopped", "error", err)
 		panic(http.ErrAbortHandler)
 	}
 	return started
