@@ -243,15 +243,6 @@ func putListWriter(bw *bufio.Writer) {
 	listWriters.Put(bw)
 }
 
-// storedItems is the objects of stored, as list items.
-func storedItems(stored []*state.Object) []runtime.Object {
-	items := make([]runtime.Object, len(stored))
-	for i, o := range stored {
-		items[i] = o.Obj
-	}
-	return items
-}
-
 // protobufMagic starts every Kubernetes protobuf encoding.
 var protobufMagic = []byte{0x6b, 0x38, 0x73, 0x00}
 

@@ -69,7 +69,7 @@ func TestListBodyMatchesSerializer(t *testing.T) {
 					return l
 				}
 				full := newList()
-				registry.Leases.SetItems(full, storedItems(objs))
+				registry.Leases.SetItems(full, registry.StoredItems(objs))
 				want, err := out.encodeObject(full)
 				if err != nil {
 					t.Fatal(err)

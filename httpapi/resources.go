@@ -89,7 +89,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 		if out.as.Kind == "" && !out.pretty && s.writeStoredList(w, out, res, list, stored) {
 			return
 		}
-		res.SetItems(list, storedItems(stored))
+		res.SetItems(list, registry.StoredItems(stored))
 	}
 	if err == nil {
 		list, err = transform(req, out, list, true)

@@ -76,13 +76,18 @@ const continueTooOld = "The provided continue parameter is too old to display a 
 func (s *Store) List(ctx context.Context, r *Resource, ns string, o ListOptions) (runtime.Object, error) {
 	list, stored, err := s.ListStored(ctx, r, ns, o)
 	if stored != nil {
-		items := make([]runtime.Object, len(stored))
-		for i, so := range stored {
-			items[i] = so.Obj
-		}
-		r.SetItems(list, items)
+		r.SetItems(list, StoredItems(stored))
 	}
 	return list, err
+}
+
+// StoredItems is the objects of stored, as a list's items.
+func StoredItems(stored []*state.Object) []runtime.Object {
+	items := make([]runtime.Object, len(stored))
+	for i, o := range stored {
+		items[i] = o.Obj
+	}
+	return items
 }
 
 // ListStored is List for a caller that can write stored objects as they
