@@ -20,11 +20,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -106,21 +108,29 @@ type cluster struct {
 	toxics map[[2]int][]string // names of the toxics present per proxy
 }
 
+// freePorts picks n distinct loopback ports that can be listened on now,
+// at random in 20000–32000: below Linux's ephemeral ports (32768 and up),
+// so that no outgoing connection (the proxies open many) takes one as its
+// source port between the pick and the node's listen, or while a killed
+// node is down. A run with ports of :0, ephemeral ones, failed once that
+// way.
 func freePorts(t testing.TB, n int) []int {
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
+	t.Helper()
 	var ports []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 10000 {
+			t.Fatal("no free loopback ports in 20000–32000")
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
+		p := 20000 + rand.IntN(12000)
+		if slices.Contains(ports, p) {
+			continue
+		}
+		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		ln.Close()
+		ports = append(ports, p)
 	}
 	return ports
 }

@@ -11,11 +11,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -98,24 +100,23 @@ func cleanEnv(extra ...string) []string {
 	return append(env, extra...)
 }
 
-// freePorts reserves n distinct loopback ports by listening on :0, then
-// releases them all.
+// freePorts picks n distinct loopback ports that can be listened on now,
+// at random in 20000–32000: below Linux's ephemeral ports (32768 and up),
+// so that no outgoing connection takes one as its source port between the
+// pick and the node's listen, or while a killed node is down. (Ports of :0
+// are ephemeral ones: a chaos run failed once when its node's port was
+// taken between the two.)
 func freePorts(t testing.TB, n int) []int {
 	t.Helper()
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
+	var ports []int
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 10000 {
+			t.Fatal("no free loopback ports in 20000–32000")
 		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("reserve a port: %v", err)
+		p := 20000 + rand.IntN(12000)
+		if !slices.Contains(ports, p) && portFree(p) {
+			ports = append(ports, p)
 		}
-		lns = append(lns, ln)
-		ports = append(ports, ln.Addr().(*net.TCPAddr).Port)
 	}
 	return ports
 }
