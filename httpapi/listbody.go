@@ -100,10 +100,15 @@ func streamJSONList(w http.ResponseWriter, out output, res *registry.Resource, s
 		return false, nil
 	}
 	typeMeta := []byte(`{"kind":"` + res.Kind + `","apiVersion":"` + res.GroupVersion().String() + `",`)
+	// An item not cached is encoded into one buffer, reused: it is
+	// written out before the next is encoded.
+	var fresh bytes.Buffer
 	item := func(o *state.Object) ([]byte, error) {
 		b, err := enc(o, state.EncodingJSON)
 		if err == nil && b == nil {
-			b, err = out.encodeObject(o.Obj)
+			fresh.Reset()
+			err = out.info.Serializer.Encode(o.Obj, &fresh)
+			b = fresh.Bytes()
 		}
 		if err != nil {
 			return nil, err
