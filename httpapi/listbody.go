@@ -40,8 +40,9 @@ type listEncoding func(o *state.Object, slot int) ([]byte, error)
 
 // writeStoredList answers with list, whose items are the stored objects
 // items and which holds none of them itself. It returns false, having
-// written nothing, when out's format is neither JSON nor protobuf; the
-// caller then encodes the list as usual.
+// written nothing, when out's format is neither JSON nor protobuf or the
+// items' encodings are not as expected; the caller then encodes the list
+// as usual.
 func (s *Server) writeStoredList(w http.ResponseWriter, out output, res *registry.Resource, list runtime.Object, items []*state.Object) bool {
 	started, err := streamList(w, out, res, list, items, listItemEncoding(s.node.State(), out, len(items)))
 	if err != nil && started {

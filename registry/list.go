@@ -140,7 +140,6 @@ func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOp
 		limit = 0
 	}
 	var (
-		items     []runtime.Object
 		stored    []*state.Object
 		last      *state.Object
 		more      bool
@@ -150,30 +149,28 @@ func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOp
 		if !o.Matches(obj) {
 			return true
 		}
-		if limit > 0 && int64(len(items)) == limit {
+		if limit > 0 && int64(len(stored)) == limit {
 			more = true
 			remaining++
 			return true
 		}
-		items = append(items, obj.Obj)
 		stored = append(stored, obj)
 		last = obj
 		return true
 	})
-	shared := true
-	for i, it := range items {
-		if items[i], err = served(r, it); err != nil {
-			return nil, nil, err
-		}
-		shared = shared && items[i] == it
-	}
 	list := r.NewList()
-	if shared {
+	if r.FromStored == nil { // served as stored: the items are the stored objects
 		r.SetItems(list, []runtime.Object{})
 		if stored == nil {
 			stored = []*state.Object{}
 		}
 	} else {
+		items := make([]runtime.Object, len(stored))
+		for i, so := range stored {
+			if items[i], err = served(r, so.Obj); err != nil {
+				return nil, nil, err
+			}
+		}
 		r.SetItems(list, items)
 		stored = nil
 	}

@@ -96,10 +96,7 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 	enc := gob.NewEncoder(bw)
 	for {
 		var req rpcRequest
-		if err := dec.Decode(&req); err != nil {
-			if !errors.Is(err, io.EOF) && !isClosed(err) {
-				logger.Debug("rpc connection ended", "remote", c.RemoteAddr(), "error", err)
-			}
+		if !readRequest(dec, &req, c, logger) {
 			return
 		}
 		ctx, cancel := serverContext(req.Timeout)
@@ -137,6 +134,16 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 }
 
 func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
+
+// readRequest decodes the next request of connection c into req. False
+// means the connection ended, logged unless it ended as connections do.
+func readRequest(dec *gob.Decoder, req any, c net.Conn, logger hclog.Logger) bool {
+	err := dec.Decode(req)
+	if err != nil && !errors.Is(err, io.EOF) && !isClosed(err) {
+		logger.Debug("peer connection ended", "remote", c.RemoteAddr(), "error", err)
+	}
+	return err == nil
+}
 
 // maxCallTime bounds a peer call whose caller set no deadline, and the
 // server's work on any call.

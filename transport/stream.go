@@ -117,10 +117,7 @@ func serveApplyStream(c net.Conn, h Handler, logger hclog.Logger) {
 	defer wg.Wait()
 	for {
 		var req streamRequest
-		if err := dec.Decode(&req); err != nil {
-			if !errors.Is(err, io.EOF) && !isClosed(err) {
-				logger.Debug("apply stream ended", "remote", c.RemoteAddr(), "error", err)
-			}
+		if !readRequest(dec, &req, c, logger) {
 			return
 		}
 		wg.Add(1)
