@@ -145,6 +145,8 @@ type Node struct {
 	readIndexesGiven *prometheus.CounterVec
 	// forwarded counts the commands this node sent to the leader.
 	forwarded *prometheus.CounterVec
+	// groups hands this node's writes to Raft, as leader.
+	groups groupCommit
 
 	readyMu     sync.Mutex
 	ready       bool
@@ -225,6 +227,9 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	rc.LeaderLeaseTimeout = cfg.HeartbeatTimeout * 3 / 4
 	rc.CommitTimeout = 20 * time.Millisecond
 	rc.MaxAppendEntries = 256
+	// The apply channel buffers a whole group (see groupCommit), so
+	// that the leader loop finds it at once.
+	rc.BatchApplyCh = true
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = cfg.TrailingLogs
@@ -258,6 +263,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
+	n.groups = groupCommit{apply: func(data []byte) raft.ApplyFuture { return r.Apply(data, cfg.WriteTimeout) }}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(newCollector(n)); err != nil {
 			n.logger.Warn("metrics not registered", "error", err)
@@ -350,13 +356,11 @@ func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64,
 	if n.raft.State() != raft.Leader {
 		return nil, 0, ErrNotLeader
 	}
-	timeout := n.cfg.WriteTimeout
-	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
-		timeout = time.Until(d)
-	}
-	f := n.raft.Apply(data, timeout)
-	if err := n.wait(ctx, f); err != nil {
+	p := n.groups.submit(data)
+	if err := n.wait(ctx, p); err != nil {
 		switch {
+		case errors.Is(err, ErrTimeout):
+			return nil, 0, err // withdrawn before it went to Raft
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 			return nil, 0, ErrNotLeader
 		case errors.Is(err, raft.ErrEnqueueTimeout):
@@ -368,6 +372,7 @@ func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64,
 			return nil, 0, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
+	f := p.f
 	res, ok := f.Response().(*fsm.Result)
 	if !ok {
 		return nil, 0, fmt.Errorf("unexpected apply response %T", f.Response())
@@ -409,22 +414,26 @@ func (n *Node) applyAtLeader(ctx context.Context, data []byte) (*fsm.Result, err
 	return res, nil
 }
 
-// wait is f.Error(), given up when ctx ends or after the write timeout:
-// a request must never hang on a future that a shutting-down Raft will not
-// answer. Giving up leaves the outcome unknown.
-func (n *Node) wait(ctx context.Context, f raft.ApplyFuture) error {
-	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+// wait waits for p to be applied, and gives up when ctx ends or after the
+// write timeout: a request must never hang on a future that a
+// shutting-down Raft will not answer. Giving up before p went to Raft
+// writes nothing (ErrTimeout); after, leaves the outcome unknown.
+func (n *Node) wait(ctx context.Context, p *proposal) error {
 	timer := time.NewTimer(n.cfg.WriteTimeout)
 	defer timer.Stop()
+	var why string
 	select {
-	case err := <-done:
-		return err
+	case <-p.done:
+		return p.err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %v", ErrUnknownOutcome, ctx.Err())
+		why = ctx.Err().Error()
 	case <-timer.C:
-		return fmt.Errorf("%w: not committed within %v", ErrUnknownOutcome, n.cfg.WriteTimeout)
+		why = fmt.Sprintf("not committed within %v", n.cfg.WriteTimeout)
 	}
+	if n.groups.withdraw(p) {
+		return ErrTimeout
+	}
+	return fmt.Errorf("%w: %s", ErrUnknownOutcome, why)
 }
 
 // EnsureCurrent makes sure this node, as leader, has applied an entry of

@@ -1,0 +1,207 @@
+package cluster
+
+import (
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// fakeFuture is an entry handed to a fake Raft, applied when the test says.
+type fakeFuture struct {
+	data []byte
+	done chan struct{}
+	err  error
+}
+
+func (f *fakeFuture) Error() error          { <-f.done; return f.err }
+func (f *fakeFuture) Index() uint64         { return 0 }
+func (f *fakeFuture) Response() interface{} { return nil }
+
+// fakeRaft records the entries handed to it, in order.
+type fakeRaft struct {
+	mu      sync.Mutex
+	entries []*fakeFuture
+	handed  chan struct{} // a token per entry handed over
+}
+
+func newFakeRaft() *fakeRaft { return &fakeRaft{handed: make(chan struct{}, 100)} }
+
+func (r *fakeRaft) apply(data []byte) raft.ApplyFuture {
+	f := &fakeFuture{data: data, done: make(chan struct{})}
+	r.mu.Lock()
+	r.entries = append(r.entries, f)
+	r.mu.Unlock()
+	r.handed <- struct{}{}
+	return f
+}
+
+// waitHanded waits until n more entries were handed over.
+func (r *fakeRaft) waitHanded(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.handed:
+		case <-time.After(waitTimeout):
+			t.Fatalf("an entry was not handed to Raft")
+		}
+	}
+}
+
+// handedNothing checks that no entry is handed over for a while.
+func (r *fakeRaft) handedNothing(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.handed:
+		t.Fatalf("an entry was handed to Raft while a group was in flight")
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func (r *fakeRaft) entry(i int) *fakeFuture {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.entries[i]
+}
+
+func (r *fakeRaft) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.entries)
+}
+
+// applied waits for p to be applied and returns its error.
+func applied(t *testing.T, p *proposal) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(waitTimeout):
+		t.Fatalf("write %q was not applied", p.data)
+		return nil
+	}
+}
+
+// notApplied checks that p is not through yet.
+func notApplied(t *testing.T, p *proposal) {
+	t.Helper()
+	select {
+	case <-p.done:
+		t.Fatalf("write %q applied before its entry", p.data)
+	default:
+	}
+}
+
+// TestGroupCommitGroupsWritesBehindTheOneInFlight: a lone write goes at
+// once; the writes that arrive while it is in flight wait for it to be
+// applied, then go together, in arrival order, and each is through when
+// its own entry is; with nothing in flight the next write goes at once
+// again.
+func TestGroupCommitGroupsWritesBehindTheOneInFlight(t *testing.T) {
+	r := newFakeRaft()
+	g := &groupCommit{apply: r.apply}
+
+	a := g.submit([]byte("a"))
+	r.waitHanded(t, 1)
+	var group []*proposal
+	for _, d := range []string{"b", "c", "d"} {
+		group = append(group, g.submit([]byte(d)))
+	}
+	r.handedNothing(t)
+
+	close(r.entry(0).done) // "a" applied
+	if err := applied(t, a); err != nil {
+		t.Fatalf("write a: %v", err)
+	}
+	r.waitHanded(t, 3)
+	for i, want := range []string{"a", "b", "c", "d"} {
+		if got := string(r.entry(i).data); got != want {
+			t.Errorf("entry %d is %q, want %q", i, got, want)
+		}
+	}
+
+	// The group b, c, d is in flight until d, its last, is applied.
+	e := g.submit([]byte("e"))
+	close(r.entry(1).done)
+	if err := applied(t, group[0]); err != nil {
+		t.Fatalf("write b: %v", err)
+	}
+	notApplied(t, group[1])
+	close(r.entry(2).done)
+	r.handedNothing(t)
+	close(r.entry(3).done)
+	r.waitHanded(t, 1)
+	for _, p := range group[1:] {
+		if err := applied(t, p); err != nil {
+			t.Fatalf("write %q: %v", p.data, err)
+		}
+	}
+	close(r.entry(4).done)
+	if err := applied(t, e); err != nil {
+		t.Fatalf("write e: %v", err)
+	}
+	waitFor(t, waitTimeout, "no group in flight", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return !g.sending
+	})
+	g.submit([]byte("f"))
+	r.waitHanded(t, 1) // at once
+}
+
+// TestGroupCommitWithdrawnBeforeItsGroup: a write withdrawn while it waits
+// never reaches Raft, and the others of its group still go; once its group
+// went, a write cannot be withdrawn.
+func TestGroupCommitWithdrawnBeforeItsGroup(t *testing.T) {
+	r := newFakeRaft()
+	g := &groupCommit{apply: r.apply}
+	a := g.submit([]byte("a"))
+	r.waitHanded(t, 1)
+	if g.withdraw(a) {
+		t.Fatalf("withdrew a write Raft already has")
+	}
+
+	left := g.submit([]byte("left"))
+	stays := g.submit([]byte("stays"))
+	if !g.withdraw(left) {
+		t.Fatalf("could not withdraw a waiting write")
+	}
+
+	close(r.entry(0).done)
+	r.waitHanded(t, 1)
+	r.handedNothing(t)
+	if n := r.count(); n != 2 || string(r.entry(1).data) != "stays" {
+		t.Fatalf("%d entries, the second %q; want 2, the second \"stays\"", n, r.entry(1).data)
+	}
+	close(r.entry(1).done)
+	if err := applied(t, stays); err != nil {
+		t.Fatalf("write that stayed: %v", err)
+	}
+	notApplied(t, left)
+}
+
+// TestGroupCommitFailedGroupReleasesTheNext: a group that fails (leadership
+// lost) lets the next one go, as one that commits does: the next writes
+// then meet Raft's own answer instead of waiting forever, and each caller
+// gets its own entry's error.
+func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
+	r := newFakeRaft()
+	g := &groupCommit{apply: r.apply}
+	a := g.submit([]byte("a"))
+	r.waitHanded(t, 1)
+	b := g.submit([]byte("b"))
+
+	first := r.entry(0)
+	first.err = raft.ErrLeadershipLost
+	close(first.done)
+	if err := applied(t, a); !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("write a: %v, want ErrLeadershipLost", err)
+	}
+	r.waitHanded(t, 1)
+	close(r.entry(1).done)
+	if err := applied(t, b); err != nil {
+		t.Fatalf("write b: %v", err)
+	}
+}
