@@ -21,9 +21,10 @@ import (
 // of the nodes' CPU per write. A write that finds no group in flight goes
 // at once, so one client waits no longer.
 //
-// Entries are still one per write, handed to Raft in arrival order; a group
-// is only when they are handed over (raft's BatchApplyCh buffers them, so
-// its leader loop finds the whole group at once).
+// Each write is still a log entry of its own, handed to Raft in arrival
+// order; what a group shares is the moment it is handed over (raft's
+// BatchApplyCh buffers the entries, so that its leader loop finds the whole
+// group at once and stores it as one batch).
 type groupCommit struct {
 	// apply hands one entry to Raft without waiting for its commit.
 	apply func(data []byte) raft.ApplyFuture

@@ -372,12 +372,11 @@ func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64,
 			return nil, 0, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
 		}
 	}
-	f := p.f
-	res, ok := f.Response().(*fsm.Result)
+	res, ok := p.f.Response().(*fsm.Result)
 	if !ok {
-		return nil, 0, fmt.Errorf("unexpected apply response %T", f.Response())
+		return nil, 0, fmt.Errorf("unexpected apply response %T", p.f.Response())
 	}
-	return res, f.Index(), nil
+	return res, p.f.Index(), nil
 }
 
 // applyAtLeader has the leader commit data and returns its result.
