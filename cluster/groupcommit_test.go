@@ -94,14 +94,14 @@ func notApplied(t *testing.T, p *proposal) {
 	}
 }
 
-// TestGroupCommitGroupsWritesBehindTheOneInFlight: a lone write goes at
-// once; the writes that arrive while it is in flight wait for it to be
-// applied, then go together, in arrival order, and each is through when
-// its own entry is; with nothing in flight the next write goes at once
-// again.
+// TestGroupCommitGroupsWritesBehindTheOneInFlight (one write may go
+// alone): a lone write goes at once; the writes that arrive while it is in
+// flight wait for it to be applied, then go together, in arrival order,
+// and each is through when its own entry is; with nothing in flight the
+// next write goes at once again.
 func TestGroupCommitGroupsWritesBehindTheOneInFlight(t *testing.T) {
 	r := newFakeRaft()
-	g := &groupCommit{apply: r.apply}
+	g := &groupCommit{apply: r.apply, alone: 1}
 
 	a := g.submit([]byte("a"))
 	r.waitHanded(t, 1)
@@ -145,7 +145,7 @@ func TestGroupCommitGroupsWritesBehindTheOneInFlight(t *testing.T) {
 	waitFor(t, waitTimeout, "no group in flight", func() bool {
 		g.mu.Lock()
 		defer g.mu.Unlock()
-		return !g.sending
+		return g.inFlight == 0
 	})
 	g.submit([]byte("f"))
 	r.waitHanded(t, 1) // at once
@@ -156,7 +156,7 @@ func TestGroupCommitGroupsWritesBehindTheOneInFlight(t *testing.T) {
 // went, a write cannot be withdrawn.
 func TestGroupCommitWithdrawnBeforeItsGroup(t *testing.T) {
 	r := newFakeRaft()
-	g := &groupCommit{apply: r.apply}
+	g := &groupCommit{apply: r.apply, alone: 1}
 	a := g.submit([]byte("a"))
 	r.waitHanded(t, 1)
 	if g.withdraw(a) {
@@ -188,7 +188,7 @@ func TestGroupCommitWithdrawnBeforeItsGroup(t *testing.T) {
 // gets its own entry's error.
 func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
 	r := newFakeRaft()
-	g := &groupCommit{apply: r.apply}
+	g := &groupCommit{apply: r.apply, alone: 1}
 	a := g.submit([]byte("a"))
 	r.waitHanded(t, 1)
 	b := g.submit([]byte("b"))
@@ -203,5 +203,41 @@ func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
 	close(r.entry(1).done)
 	if err := applied(t, b); err != nil {
 		t.Fatalf("write b: %v", err)
+	}
+}
+
+// TestGroupCommitFewInFlightGoAtOnce: below the limit every write goes at
+// once, however many are in flight; at it, the next ones wait, and go
+// together as soon as one in flight is through.
+func TestGroupCommitFewInFlightGoAtOnce(t *testing.T) {
+	r := newFakeRaft()
+	g := &groupCommit{apply: r.apply, alone: 3}
+	for _, d := range []string{"a", "b", "c"} {
+		g.submit([]byte(d))
+	}
+	r.waitHanded(t, 3)
+	d := g.submit([]byte("d"))
+	e := g.submit([]byte("e"))
+	r.handedNothing(t)
+
+	close(r.entry(0).done) // a through: two in flight
+	r.waitHanded(t, 2)
+	if got := string(r.entry(3).data) + string(r.entry(4).data); got != "de" {
+		t.Fatalf("entries 3 and 4 are %q, want \"de\"", got)
+	}
+	f := g.submit([]byte("f")) // b, c, d, e in flight
+	r.handedNothing(t)
+	for i := 1; i <= 4; i++ {
+		close(r.entry(i).done)
+	}
+	for _, p := range []*proposal{d, e} {
+		if err := applied(t, p); err != nil {
+			t.Fatalf("write %q: %v", p.data, err)
+		}
+	}
+	r.waitHanded(t, 1)
+	close(r.entry(5).done)
+	if err := applied(t, f); err != nil {
+		t.Fatalf("write f: %v", err)
 	}
 }

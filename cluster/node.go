@@ -263,7 +263,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		return nil, fmt.Errorf("start raft: %w", err)
 	}
 	n.raft = r
-	n.groups = groupCommit{apply: func(data []byte) raft.ApplyFuture { return r.Apply(data, cfg.WriteTimeout) }}
+	n.groups = groupCommit{apply: func(data []byte) raft.ApplyFuture { return r.Apply(data, cfg.WriteTimeout) }, alone: writesAlone}
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(newCollector(n)); err != nil {
 			n.logger.Warn("metrics not registered", "error", err)
