@@ -20,11 +20,9 @@ import (
 // Holding the writes that arrive until the ones before are through makes
 // batches of whatever arrived meanwhile: renew at 64 clients went from 405
 // to 325 µs of the nodes' CPU per write. Writes at a few hundred a second
-// rarely find writesAlone in flight, so they do not wait behind another's
+// seldom find writesAlone in flight, so they seldom wait behind another's
 // commit: when every write waited for the one in flight, a slow commit on
-// a busy machine held the next ones back as long (300 writes a second
-// under a thousand watchers: write p90 9 → 13 ms, watch lag p99 84 → 110
-// ms, medians of four runs).
+// a busy machine held the next ones back as long.
 //
 // Each write is still a log entry of its own, handed to Raft in arrival
 // order; what a group shares is the moment it is handed over (raft's
