@@ -28,11 +28,6 @@ import (
 // order; what a group shares is the moment it is handed over (raft's
 // BatchApplyCh buffers the entries, so that its leader loop finds the whole
 // group at once and stores it as one batch).
-// writesAlone is the leader's groupCommit.alone. At 300 writes a second a
-// commit would have to stall for some 25 ms for eight to be in flight; at
-// 64 clients dozens are.
-const writesAlone = 8
-
 type groupCommit struct {
 	// apply hands one entry to Raft without waiting for its commit.
 	apply func(data []byte) raft.ApplyFuture
@@ -44,6 +39,17 @@ type groupCommit struct {
 	inFlight int         // writes handed to Raft and not yet applied
 	waiting  []*proposal // the next group, in arrival order
 }
+
+// writesAlone is the leader's groupCommit.alone. At 300 writes a second a
+// commit would have to stall for some 25 ms for eight to be in flight; at
+// 64 clients dozens are.
+const writesAlone = 8
+
+// crowded reports whether a write arriving now waits for the next group.
+// Writes wait only while that many are in flight, and the waiting ones go
+// as soon as fewer are, so none waits while a later one goes ahead.
+// Called with mu held.
+func (g *groupCommit) crowded() bool { return g.inFlight >= max(g.alone, 1) }
 
 // proposal is one write, from its arrival until it is applied.
 type proposal struct {
@@ -65,7 +71,7 @@ type proposal struct {
 func (g *groupCommit) submit(data []byte) *proposal {
 	p := &proposal{data: data, done: make(chan struct{})}
 	g.mu.Lock()
-	if g.inFlight >= max(g.alone, 1) || len(g.waiting) > 0 {
+	if g.crowded() {
 		g.waiting = append(g.waiting, p)
 		g.mu.Unlock()
 		return p
@@ -110,7 +116,7 @@ func (g *groupCommit) send(group []*proposal) {
 func (g *groupCommit) applied() {
 	g.mu.Lock()
 	g.inFlight--
-	if g.inFlight >= max(g.alone, 1) || len(g.waiting) == 0 {
+	if g.crowded() || len(g.waiting) == 0 {
 		g.mu.Unlock()
 		return
 	}
