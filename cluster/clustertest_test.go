@@ -425,7 +425,7 @@ func holderOf(n *Node, name string) (string, uint64) {
 func dumpState(n *Node) map[string]uint64 {
 	out := map[string]uint64{}
 	n.State().Snapshot().List("leases", "", nil, func(o *state.Object) bool {
-		out[o.Key.Name] = o.RV
+		out[o.Key().Name] = o.RV
 		return true
 	})
 	return out

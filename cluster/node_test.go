@@ -166,7 +166,7 @@ func TestForwardToLeader(t *testing.T) {
 						"X-Handled-By": {n.Name()},
 						"X-Multi":      {"one", "two"},
 					},
-					Body: []byte(fmt.Sprintf(`{"rv":%d,"name":%q}`, res.Object.RV, res.Object.Key.Name)),
+					Body: []byte(fmt.Sprintf(`{"rv":%d,"name":%q}`, res.Object.RV, res.Object.Key().Name)),
 				}
 			}()
 			calls <- call{node: i, req: *req, resp: resp}

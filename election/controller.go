@@ -317,11 +317,12 @@ func (c *Controller) relevantChanges(seen *uint64) bool {
 		return true
 	}
 	for _, ev := range since.Events {
-		switch ev.Object.Key.Resource {
+		switch ev.Object.Resource {
 		case storedCandidates.Name:
 			return true
 		case registry.Leases.Name:
-			k := leaseKey{ev.Object.Key.Namespace, ev.Object.Key.Name}
+			key := ev.Object.Key()
+			k := leaseKey{key.Namespace, key.Name}
 			c.mu.Lock()
 			_, tracked := c.status[k]
 			c.mu.Unlock()

@@ -130,7 +130,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 	switch cmd.Type {
 	case CmdCreate:
 		obj := f.decode(l.Index, cmd)
-		k := state.Key{Resource: cmd.Resource, Namespace: obj.Key.Namespace, Name: obj.Key.Name}
+		k := obj.Key()
 		if cur := txn.Get(k); cur != nil {
 			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID()}}
 		}
@@ -138,16 +138,17 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		return &Result{Object: obj}
 	case CmdUpdate:
 		obj := f.decode(l.Index, cmd)
-		cur := txn.Get(obj.Key)
-		if err := checkPreconditions(obj.Key, cur, cmd); err != nil {
+		k := obj.Key()
+		cur := txn.Get(k)
+		if err := checkPreconditions(k, cur, cmd); err != nil {
 			return &Result{Err: err}
 		}
 		if obj.UID() != cur.UID() {
-			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: obj.Key, RV: cur.RV, UID: cur.UID()}}
+			return &Result{Err: &state.Error{Code: state.UIDMismatch, Key: k, RV: cur.RV, UID: cur.UID()}}
 		}
 		var err error
 		if f.buf, err = appendStored(f.buf[:0], cur, f.copies, false); err != nil {
-			panic(fmt.Sprintf("fsm: entry %d: encode %s: %v", l.Index, cur.Key, err))
+			panic(fmt.Sprintf("fsm: entry %d: encode %s: %v", l.Index, k, err))
 		}
 		if bytes.Equal(cmd.Object, f.buf) {
 			return &Result{Object: cur}
@@ -163,7 +164,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		}
 		o := cur.Obj.DeepCopyObject().(StoredObject)
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
-		tomb := &state.Object{Key: cur.Key, RV: l.Index, Data: cur.Data, Obj: o}
+		tomb := state.NewObject(cur.Resource, l.Index, o, cur.Data())
 		shareUnchanged(tomb, cur)
 		txn.Delete(cur, tomb, at)
 		return &Result{Object: tomb}
@@ -197,12 +198,7 @@ func (f *FSM) decode(idx uint64, cmd *Command) *state.Object {
 		panic(fmt.Sprintf("fsm: entry %d: %v", idx, err))
 	}
 	o.SetResourceVersion(strconv.FormatUint(idx, 10))
-	return &state.Object{
-		Key:  state.Key{Resource: f.intern.string(cmd.Resource), Namespace: o.GetNamespace(), Name: o.GetName()},
-		RV:   idx,
-		Data: data,
-		Obj:  o,
-	}
+	return state.NewObject(f.intern.string(cmd.Resource), idx, o, data)
 }
 
 // unmarshal decodes a stored encoding (resourceVersion unset) and returns
@@ -239,7 +235,7 @@ type storedCopies map[reflect.Type]reflect.Value
 func (c storedCopies) withoutRV(o *state.Object) (StoredObject, error) {
 	st, ok := o.Obj.(StoredObject)
 	if !ok {
-		return nil, fmt.Errorf("stored object %s is a %T", o.Key, o.Obj)
+		return nil, fmt.Errorf("stored object %s is a %T", o.Key(), o.Obj)
 	}
 	v := reflect.ValueOf(st).Elem()
 	cp, ok := c[v.Type()]
@@ -259,11 +255,11 @@ func (c storedCopies) withoutRV(o *state.Object) (StoredObject, error) {
 // as the command that wrote it carried it — the bytes kept in Data, or
 // else Obj encoded again — preceded by its length as a uvarint if withLen.
 func appendStored(b []byte, o *state.Object, c storedCopies, withLen bool) ([]byte, error) {
-	if o.Data != nil {
+	if data := o.Data(); data != nil {
 		if withLen {
-			b = binary.AppendUvarint(b, uint64(len(o.Data)))
+			b = binary.AppendUvarint(b, uint64(len(data)))
 		}
-		return append(b, o.Data...), nil
+		return append(b, data...), nil
 	}
 	s, err := c.withoutRV(o)
 	if err != nil {

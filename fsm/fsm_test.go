@@ -400,8 +400,8 @@ func TestApplyCommands(t *testing.T) {
 					if rv := objRV(t, got); rv != strconv.FormatUint(got.RV, 10) {
 						t.Fatalf("stored object has resourceVersion %q, want %d", rv, got.RV)
 					}
-					if got.Key != k {
-						t.Fatalf("stored key %v, want %v", got.Key, k)
+					if got.Key() != k {
+						t.Fatalf("stored key %v, want %v", got.Key(), k)
 					}
 				}
 				if tt.want.code != 0 || tt.want.event == "" {
@@ -428,8 +428,8 @@ func TestApplyCommands(t *testing.T) {
 				if e.Type != tt.want.event || e.RV != idx || e.Object.RV != idx || e.At != appendedAt(idx).UnixNano() {
 					t.Fatalf("event %s rv %d (object rv %d) at %d, want %s rv %d at %d", e.Type, e.RV, e.Object.RV, e.At, tt.want.event, idx, appendedAt(idx).UnixNano())
 				}
-				if e.Object.Key != k || !bytes.Equal(dataOf(t, e.Object), tt.want.data) {
-					t.Fatalf("event object %v data %x, want %v %x", e.Object.Key, dataOf(t, e.Object), k, tt.want.data)
+				if e.Object.Key() != k || !bytes.Equal(dataOf(t, e.Object), tt.want.data) {
+					t.Fatalf("event object %v data %x, want %v %x", e.Object.Key(), dataOf(t, e.Object), k, tt.want.data)
 				}
 				if e.Prev != prev {
 					t.Fatalf("event prev %+v, want the object stored before (%+v)", e.Prev, prev)
@@ -481,8 +481,8 @@ func checkResult(t *testing.T, res *Result, k state.Key, prev *state.Object, cod
 	if o == nil {
 		t.Fatal("no result object")
 	}
-	if o.RV != rv || o.Key != k || !bytes.Equal(dataOf(t, o), data) {
-		t.Fatalf("result %v rv %d data %x, want %v rv %d data %x", o.Key, o.RV, dataOf(t, o), k, rv, data)
+	if o.RV != rv || o.Key() != k || !bytes.Equal(dataOf(t, o), data) {
+		t.Fatalf("result %v rv %d data %x, want %v rv %d data %x", o.Key(), o.RV, dataOf(t, o), k, rv, data)
 	}
 	if got := objRV(t, o); got != strconv.FormatUint(rv, 10) {
 		t.Fatalf("result object resourceVersion %q, want %d", got, rv)
@@ -515,7 +515,7 @@ func TestDeleteTombstone(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	tomb := res.Object
-	if tomb.RV != 7 || tomb.UID() != "u1" || tomb.Key != leaseKey("ns", "x") || !bytes.Equal(dataOf(t, tomb), dataOf(t, before)) {
+	if tomb.RV != 7 || tomb.UID() != "u1" || tomb.Key() != leaseKey("ns", "x") || !bytes.Equal(dataOf(t, tomb), dataOf(t, before)) {
 		t.Fatalf("tombstone %+v", tomb)
 	}
 	if rv := objRV(t, tomb); rv != "7" {
@@ -596,7 +596,7 @@ func TestApplyBatch(t *testing.T) {
 	}
 	var got []string
 	for _, e := range evs {
-		got = append(got, fmt.Sprintf("%s %d %s", e.Type, e.RV, e.Object.Key.Name))
+		got = append(got, fmt.Sprintf("%s %d %s", e.Type, e.RV, e.Object.Key().Name))
 	}
 	wantEvs := []string{"ADDED 2 x", "MODIFIED 3 x", "DELETED 8 gone", "ADDED 9 y"}
 	if strings.Join(got, ",") != strings.Join(wantEvs, ",") {
@@ -619,7 +619,7 @@ func TestApplyBatch(t *testing.T) {
 		}
 		var objs []string
 		sn.List("leases", "", nil, func(o *state.Object) bool {
-			objs = append(objs, fmt.Sprintf("%s@%d", o.Key.Name, o.RV))
+			objs = append(objs, fmt.Sprintf("%s@%d", o.Key().Name, o.RV))
 			return true
 		})
 		if g := strings.Join(objs, " "); g != wantAt[idx] {
@@ -896,7 +896,7 @@ func summarize(v interface{}) string {
 	if r.Object == nil {
 		return "ok"
 	}
-	return fmt.Sprintf("ok %v rv=%d", r.Object.Key, r.Object.RV)
+	return fmt.Sprintf("ok %v rv=%d", r.Object.Key(), r.Object.RV)
 }
 
 // canonicalDump serializes everything an FSM's state holds that must be
@@ -912,7 +912,7 @@ func canonicalDump(t testing.TB, f *FSM) []byte {
 			return
 		}
 		fmt.Fprintf(&b, "  %q %q %q rv=%d uid=%q objrv=%s data=%x\n",
-			o.Key.Resource, o.Key.Namespace, o.Key.Name, o.RV, o.UID(), objRV(t, o), dataOf(t, o))
+			o.Key().Resource, o.Key().Namespace, o.Key().Name, o.RV, o.UID(), objRV(t, o), dataOf(t, o))
 	}
 	fmt.Fprintf(&b, "applied=%d dropped=%d objects=%d events=%d\n", applied, dropped, len(objs), len(events))
 	for _, o := range objs {
@@ -1015,9 +1015,9 @@ func TestDeterminism(t *testing.T) {
 		t.Fatalf("%d objects, model has %d", len(objs), len(m.objs))
 	}
 	for _, o := range objs {
-		mo, ok := m.objs[o.Key]
+		mo, ok := m.objs[o.Key()]
 		if !ok || mo.rv != o.RV || mo.uid != o.UID() || !bytes.Equal(mo.data, dataOf(t, o)) {
-			t.Fatalf("object %v rv %d, model has %+v", o.Key, o.RV, mo)
+			t.Fatalf("object %v rv %d, model has %+v", o.Key(), o.RV, mo)
 		}
 	}
 
@@ -1174,11 +1174,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 			}
 			for i, o := range srcObjs {
 				r := dstObjs[i]
-				if r.Key != o.Key || r.RV != o.RV || r.UID() != o.UID() || !bytes.Equal(dataOf(t, r), dataOf(t, o)) {
+				if r.Key() != o.Key() || r.RV != o.RV || r.UID() != o.UID() || !bytes.Equal(dataOf(t, r), dataOf(t, o)) {
 					t.Fatalf("restored %+v, want %+v", r, o)
 				}
 				if !equalLeases(o.Obj, r.Obj) {
-					t.Fatalf("restored object %v decodes to\n%+v\nwant\n%+v", o.Key, r.Obj, o.Obj)
+					t.Fatalf("restored object %v decodes to\n%+v\nwant\n%+v", o.Key(), r.Obj, o.Obj)
 				}
 			}
 
@@ -1312,11 +1312,11 @@ func sameObject(t *testing.T, what string, want, got *state.Object) {
 		}
 		return
 	}
-	if got.Key != want.Key || got.RV != want.RV || got.UID() != want.UID() || !bytes.Equal(dataOf(t, got), dataOf(t, want)) {
+	if got.Key() != want.Key() || got.RV != want.RV || got.UID() != want.UID() || !bytes.Equal(dataOf(t, got), dataOf(t, want)) {
 		t.Fatalf("%s: %+v, want %+v", what, got, want)
 	}
 	if !equalLeases(want.Obj, got.Obj) {
-		t.Fatalf("%s %v: decoded %+v, want %+v", what, want.Key, got.Obj, want.Obj)
+		t.Fatalf("%s %v: decoded %+v, want %+v", what, want.Key(), got.Obj, want.Obj)
 	}
 }
 
@@ -1541,7 +1541,7 @@ func TestRestoreReplacesState(t *testing.T) {
 func listKeys(sn *state.Snapshot) string {
 	var out []string
 	sn.List("leases", "", nil, func(o *state.Object) bool {
-		out = append(out, fmt.Sprintf("%v@%d", o.Key, o.RV))
+		out = append(out, fmt.Sprintf("%v@%d", o.Key(), o.RV))
 		return true
 	})
 	return strings.Join(out, " ")
@@ -1573,10 +1573,13 @@ func TestAppendStoredReusesCopies(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("l%d", i), Namespace: "ns", UID: types.UID(fmt.Sprint("uid-", i)), ResourceVersion: strconv.Itoa(10 + i)},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptrTo(fmt.Sprint("holder-", i))},
 		}
-		objs[i] = &state.Object{Key: state.Key{Resource: "leases", Namespace: "ns", Name: l.Name}, RV: uint64(10 + i), Obj: l}
+		var kept []byte
+		if i == 2 {
+			// Kept bytes are written as kept.
+			kept = []byte("kept as written")
+		}
+		objs[i] = state.NewObject("leases", uint64(10+i), l, kept)
 	}
-	// Kept bytes are written as kept.
-	objs[2].Data = []byte("kept as written")
 	copies := storedCopies{}
 	for round := range 2 {
 		for i, o := range objs {
@@ -1584,7 +1587,7 @@ func TestAppendStoredReusesCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := o.Data
+			want := o.Data()
 			if want == nil {
 				cp := o.Obj.DeepCopyObject().(*coordinationv1.Lease)
 				cp.ResourceVersion = ""

@@ -116,14 +116,11 @@ func (in *interner) time(t *metav1.Time) *metav1.Time {
 // values equal as == are shared, so readers cannot tell; stored objects are
 // never mutated, so sharing is safe. o is not yet visible to anyone else.
 func shareUnchanged(o, prev *state.Object) {
-	if o.Key != prev.Key {
+	if o.Key() != prev.Key() {
 		return
 	}
 	obj, old := o.Obj.(metav1.Object), prev.Obj.(metav1.Object)
-	if obj.GetName() == old.GetName() {
-		obj.SetName(old.GetName())
-		o.Key.Name = prev.Key.Name
-	}
+	obj.SetName(old.GetName())
 	if obj.GetUID() == old.GetUID() {
 		obj.SetUID(old.GetUID())
 	}

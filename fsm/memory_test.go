@@ -30,8 +30,8 @@ func TestDataKeptOnlyWhenReencodingDiffers(t *testing.T) {
 	f := newFSM(state.DefaultConfig())
 	plain := leaseBytes(t, "ns", "plain", "u1", "a")
 	r := asResult(t, f.Apply(cmdLog(1, &Command{Type: CmdCreate, Resource: "leases", Object: plain})))
-	if r.Err != nil || r.Object.Data != nil {
-		t.Fatalf("plain create: err %v, Data %x kept", r.Err, r.Object.Data)
+	if r.Err != nil || r.Object.Data() != nil {
+		t.Fatalf("plain create: err %v, Data %x kept", r.Err, r.Object.Data())
 	}
 	if got := dataOf(t, r.Object); !bytes.Equal(got, plain) {
 		t.Fatalf("derived data %x, want %x", got, plain)
@@ -39,8 +39,8 @@ func TestDataKeptOnlyWhenReencodingDiffers(t *testing.T) {
 
 	odd := withUnknownField(leaseBytes(t, "ns", "odd", "u2", "a"))
 	r = asResult(t, f.Apply(cmdLog(2, &Command{Type: CmdCreate, Resource: "leases", Object: odd})))
-	if r.Err != nil || !bytes.Equal(r.Object.Data, odd) {
-		t.Fatalf("create with an unknown field: err %v, Data %x, want %x", r.Err, r.Object.Data, odd)
+	if r.Err != nil || !bytes.Equal(r.Object.Data(), odd) {
+		t.Fatalf("create with an unknown field: err %v, Data %x, want %x", r.Err, r.Object.Data(), odd)
 	}
 	// The same bytes again change nothing; the object without the field
 	// is a change, as when every object kept its bytes.
@@ -49,7 +49,7 @@ func TestDataKeptOnlyWhenReencodingDiffers(t *testing.T) {
 		t.Fatalf("repeated update: %+v, want the object at rv 2", r)
 	}
 	r = asResult(t, f.Apply(cmdLog(4, &Command{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u2", "a")})))
-	if r.Err != nil || r.Object.RV != 4 || r.Object.Data != nil {
+	if r.Err != nil || r.Object.RV != 4 || r.Object.Data() != nil {
 		t.Fatalf("update without the field: %+v, want a write at rv 4 keeping no data", r)
 	}
 	r = asResult(t, f.Apply(cmdLog(5, &Command{Type: CmdUpdate, Resource: "leases", Object: plain})))
@@ -64,10 +64,10 @@ func TestDataKeptOnlyWhenReencodingDiffers(t *testing.T) {
 	dst := newFSM(state.DefaultConfig())
 	restoreFrom(t, dst, persist(t, f))
 	got := dst.State().Snapshot().Get(leaseKey("ns", "odd"))
-	if got == nil || !bytes.Equal(got.Data, odd) {
+	if got == nil || !bytes.Equal(got.Data(), odd) {
 		t.Fatalf("restored object %+v, want its bytes as written", got)
 	}
-	if got := dst.State().Snapshot().Get(leaseKey("ns", "plain")); got == nil || got.Data != nil || !bytes.Equal(dataOf(t, got), plain) {
+	if got := dst.State().Snapshot().Get(leaseKey("ns", "plain")); got == nil || got.Data() != nil || !bytes.Equal(dataOf(t, got), plain) {
 		t.Fatalf("restored plain object %+v", got)
 	}
 }
@@ -113,8 +113,8 @@ func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
 		b := sn.Get(leaseKey("kube-node-lease", "b"))
 		la, lb := a.Obj.(*coordinationv1.Lease), b.Obj.(*coordinationv1.Lease)
 		ea, eb := la.ManagedFields[0], lb.ManagedFields[0]
-		if !sameMemory(la.Namespace, lb.Namespace) || !sameMemory(a.Key.Namespace, b.Key.Namespace) ||
-			!sameMemory(a.Key.Resource, b.Key.Resource) || !sameMemory(la.APIVersion, lb.APIVersion) {
+		if !sameMemory(la.Namespace, lb.Namespace) || !sameMemory(a.Key().Namespace, b.Key().Namespace) ||
+			!sameMemory(a.Key().Resource, b.Key().Resource) || !sameMemory(la.APIVersion, lb.APIVersion) {
 			t.Fatalf("%s: namespace, resource or apiVersion not shared", what)
 		}
 		if !sameMemory(ea.Manager, eb.Manager) || !sameMemory(string(ea.Operation), string(eb.Operation)) ||
@@ -131,7 +131,7 @@ func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
 			t.Fatalf("%s: a later time %v shares %v", what, ec.Time, ea.Time)
 		}
 		// The key's strings are the object's own.
-		if !sameMemory(a.Key.Name, la.Name) || !sameMemory(a.Key.Namespace, la.Namespace) || !sameMemory(a.UID(), string(la.UID)) {
+		if !sameMemory(a.Key().Name, la.Name) || !sameMemory(a.Key().Namespace, la.Namespace) || !sameMemory(a.UID(), string(la.UID)) {
 			t.Fatalf("%s: key strings not shared with the object", what)
 		}
 	}
@@ -153,7 +153,7 @@ func TestRestoreSharesVersions(t *testing.T) {
 	// event's object.
 	sharedPrevs := func(f *FSM) int {
 		current := map[state.Key]*state.Object{}
-		f.State().Snapshot().List("leases", "", nil, func(o *state.Object) bool { current[o.Key] = o; return true })
+		f.State().Snapshot().List("leases", "", nil, func(o *state.Object) bool { current[o.Key()] = o; return true })
 		seen := map[*state.Object]bool{}
 		evs, _, _, _ := eventsSince(f.State(), 0)
 		n := 0
@@ -162,8 +162,8 @@ func TestRestoreSharesVersions(t *testing.T) {
 				n++
 			}
 			if e.Type != state.Deleted {
-				if cur := current[e.Object.Key]; cur != nil && cur.RV == e.Object.RV && cur != e.Object {
-					t.Fatalf("event %d: object %v is a copy of the state's", e.RV, e.Object.Key)
+				if cur := current[e.Object.Key()]; cur != nil && cur.RV == e.Object.RV && cur != e.Object {
+					t.Fatalf("event %d: object %v is a copy of the state's", e.RV, e.Object.Key())
 				}
 				seen[e.Object] = true
 			}
@@ -221,7 +221,7 @@ func TestVersionsShareUnchangedValues(t *testing.T) {
 		for i, e := range evs[1:] {
 			n, p := e.Object.Obj.(*coordinationv1.Lease), e.Prev.Obj.(*coordinationv1.Lease)
 			if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) ||
-				!sameMemory(e.Object.Key.Name, n.Name) || !sameMemory(e.Object.UID(), string(n.UID)) {
+				!sameMemory(e.Object.Key().Name, n.Name) || !sameMemory(e.Object.UID(), string(n.UID)) {
 				t.Errorf("%s: event %d: name or uid not shared with the previous version, or not with the key", what, e.RV)
 			}
 			s, ps := n.Spec, p.Spec

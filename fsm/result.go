@@ -55,7 +55,7 @@ func EncodeResult(res *Result) ([]byte, error) {
 		return nil, fmt.Errorf("result error %T is not a state error", res.Err)
 	}
 	if o := res.Object; o != nil {
-		str(resTagResource, o.Key.Resource)
+		str(resTagResource, o.Resource)
 		num(resTagRV, o.RV)
 		// Called concurrently (one per forwarded write): no shared copies.
 		var err error
@@ -126,10 +126,7 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 			return nil, fmt.Errorf("decode result %s: %w", objResc, err)
 		}
 		o.SetResourceVersion(strconv.FormatUint(rv, 10))
-		res.Object = &state.Object{
-			Key: state.Key{Resource: objResc, Namespace: o.GetNamespace(), Name: o.GetName()},
-			RV:  rv, Obj: o,
-		}
+		res.Object = state.NewObject(objResc, rv, o, nil)
 	}
 	return res, nil
 }

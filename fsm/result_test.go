@@ -42,8 +42,8 @@ func TestResultRoundTrip(t *testing.T) {
 			continue
 		}
 		g, w := got.Object, want.Object
-		if g.Key != w.Key || g.RV != w.RV || g.UID() != w.UID() {
-			t.Errorf("entry %d: object %v rv %d uid %s, want %v rv %d uid %s", i+1, g.Key, g.RV, g.UID(), w.Key, w.RV, w.UID())
+		if g.Key() != w.Key() || g.RV != w.RV || g.UID() != w.UID() {
+			t.Errorf("entry %d: object %v rv %d uid %s, want %v rv %d uid %s", i+1, g.Key(), g.RV, g.UID(), w.Key(), w.RV, w.UID())
 		}
 		if !reflect.DeepEqual(g.Obj, w.Obj) {
 			t.Errorf("entry %d: decoded object differs:\n%v\nwant\n%v", i+1, g.Obj, w.Obj)

@@ -140,14 +140,15 @@ func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64, 
 }
 
 func appendObject(b []byte, o *state.Object, copies storedCopies) ([]byte, error) {
-	b = appendString(b, o.Key.Resource)
-	b = appendString(b, o.Key.Namespace)
-	b = appendString(b, o.Key.Name)
+	k := o.Key()
+	b = appendString(b, k.Resource)
+	b = appendString(b, k.Namespace)
+	b = appendString(b, k.Name)
 	b = binary.AppendUvarint(b, o.RV)
 	b = appendString(b, o.UID())
 	b, err := appendStored(b, o, copies, true)
 	if err != nil {
-		return b, fmt.Errorf("encode %s: %w", o.Key, err)
+		return b, fmt.Errorf("encode %s: %w", k, err)
 	}
 	return b, nil
 }
@@ -300,10 +301,11 @@ func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Ob
 		return nil, fmt.Errorf("restore: %s: %w", k, err)
 	}
 	obj.SetResourceVersion(strconv.FormatUint(rv, 10))
-	// The object spells its key and uid too: share its strings.
+	// The record spells the object's key and uid as the object does: the
+	// map's key shares the object's strings.
 	k.Namespace, k.Name = sameString(obj.GetNamespace(), ns), sameString(obj.GetName(), name)
 	obj.SetUID(types.UID(sameString(string(obj.GetUID()), uid)))
-	o := &state.Object{Key: k, RV: rv, Data: keep, Obj: obj}
+	o := state.NewObject(k.Resource, rv, obj, keep)
 	if shared != nil {
 		shared[version{k, rv}] = o
 	}

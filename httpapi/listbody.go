@@ -116,7 +116,7 @@ func streamJSONList(w http.ResponseWriter, out output, res *registry.Resource, s
 		}
 		it, ok := bytes.CutPrefix(b, typeMeta)
 		if !ok || !bytes.HasSuffix(it, []byte("}\n")) {
-			return nil, fmt.Errorf("%s: encoding without its kind in front", o.Key)
+			return nil, fmt.Errorf("%s: encoding without its kind in front", o.Key())
 		}
 		return it[:len(it)-1], nil
 	}
@@ -167,7 +167,7 @@ func streamProtobufList(w http.ResponseWriter, out output, shell []byte, items [
 		}
 		f, ok := envelopeFields(b)
 		if !ok || f[2] == nil {
-			return nil, fmt.Errorf("%s: cached encoding is not a protobuf envelope", o.Key)
+			return nil, fmt.Errorf("%s: cached encoding is not a protobuf envelope", o.Key())
 		}
 		return f[2], nil
 	}
@@ -181,7 +181,7 @@ func streamProtobufList(w http.ResponseWriter, out output, shell []byte, items [
 		if m == nil {
 			so, ok := o.Obj.(fsm.StoredObject)
 			if !ok {
-				return false, fmt.Errorf("%s: %T has no protobuf encoding", o.Key, o.Obj)
+				return false, fmt.Errorf("%s: %T has no protobuf encoding", o.Key(), o.Obj)
 			}
 			n = so.Size()
 		}

@@ -40,7 +40,7 @@ func storedLeases(n int) []*state.Object {
 			},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now, LeaseTransitions: &transitions},
 		}
-		objs = append(objs, &state.Object{Key: state.Key{Resource: "leases", Namespace: "ns", Name: l.Name}, RV: uint64(100 + i), Obj: l})
+		objs = append(objs, state.NewObject("leases", uint64(100+i), l, nil))
 	}
 	return objs
 }

@@ -27,8 +27,11 @@ type ListOptions struct {
 
 // Matches reports whether obj passes the selectors.
 func (o *ListOptions) Matches(obj *state.Object) bool {
-	if !o.Field.Empty() && !o.Field.Matches(fields.Set{"metadata.name": obj.Key.Name, "metadata.namespace": obj.Key.Namespace}) {
-		return false
+	if !o.Field.Empty() {
+		k := obj.Key()
+		if !o.Field.Matches(fields.Set{"metadata.name": k.Name, "metadata.namespace": k.Namespace}) {
+			return false
+		}
 	}
 	if o.Label.Empty() {
 		return true
@@ -177,7 +180,7 @@ func (s *Store) ListStored(ctx context.Context, r *Resource, ns string, o ListOp
 	meta, _ := list.(metav1.ListInterface)
 	meta.SetResourceVersion(fmt.Sprint(sn.Index))
 	if more {
-		meta.SetContinue(encodeContinue(sn.Index, last.Key))
+		meta.SetContinue(encodeContinue(sn.Index, last.Key()))
 		if o.Label.Empty() && o.Field.Empty() {
 			meta.SetRemainingItemCount(&remaining)
 		}

@@ -551,7 +551,7 @@ func (s *Store) commitReplace(ctx context.Context, r *Resource, cur *state.Objec
 		return nil, ClusterError(err)
 	}
 	if res.Err != nil {
-		return nil, writeError(r, cur.Key, res.Err)
+		return nil, writeError(r, cur.Key(), res.Err)
 	}
 	return served(r, res.Object.Obj)
 }

@@ -164,7 +164,7 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 		}
 		out := w.out[:0]
 		for _, e := range since.Events {
-			if e.Object.Key.Resource != w.r.Name || (w.ns != "" && e.Object.Key.Namespace != w.ns) {
+			if e.Object.Resource != w.r.Name || (w.ns != "" && e.Object.Key().Namespace != w.ns) {
 				continue
 			}
 			ev, ok, err := w.translate(e)

@@ -28,18 +28,20 @@ func (k Key) String() string { return k.id() }
 
 // Object is one stored object. Objects are immutable once stored: writers
 // replace them, readers may share them.
+//
+// Every version of every object in the history is an Object, so it holds
+// nothing Obj already has: its namespace and name are Obj's (see Key), and
+// its uid too (see UID). At 64 bytes it is half the decoded Lease it wraps.
 type Object struct {
-	Key Key
+	// Resource is the plural resource name ("leases").
+	Resource string
 	// RV is the Raft index of the entry that last changed the object.
 	RV uint64
-	// Data is the object's protobuf encoding with resourceVersion unset, as
-	// written, when encoding Obj again would not give it back (fields this
-	// binary does not know). Usually it would, and Data is nil: the FSM
-	// encodes Obj again when it needs the bytes, rather than every object
-	// holding them. Two writes with equal encodings are the same object.
-	Data []byte
-	// Obj is Data decoded, with resourceVersion set. Never mutate it.
+	// Obj is the decoded object, with resourceVersion set. It is a
+	// metav1.Object. Never mutate it.
 	Obj runtime.Object
+	// data: see Data.
+	data *[]byte
 
 	// encodings caches Obj's wire encodings, one slot per format, so that
 	// an object sent to a thousand watchers is encoded once (see
@@ -47,12 +49,42 @@ type Object struct {
 	encodings [EncodingSlots]atomic.Pointer[[]byte]
 }
 
-// ID is the object's id, the order of lists.
-func (o *Object) ID() string { return o.Key.id() }
+// NewObject returns the stored object for obj, a metav1.Object of the
+// resource, at rv. data is what Data returns.
+func NewObject(resource string, rv uint64, obj runtime.Object, data []byte) *Object {
+	o := &Object{Resource: resource, RV: rv, Obj: obj}
+	if data != nil {
+		o.data = new([]byte) // not &data: that would allocate for every object
+		*o.data = data
+	}
+	return o
+}
 
-// UID is the object's metadata.uid. It is read from Obj rather than kept
-// beside it: every version of every object is held, and one more string
-// header each is a tenth of the Object.
+// Data is the object's protobuf encoding with resourceVersion unset, as
+// written, when encoding Obj again would not give it back (fields this
+// binary does not know). Usually it would, and Data is nil: the FSM encodes
+// Obj again when it needs the bytes, rather than every object holding them.
+// Two writes with equal encodings are the same object.
+func (o *Object) Data() []byte {
+	if o.data == nil {
+		return nil
+	}
+	return *o.data
+}
+
+// Key is the object's key: its resource, and Obj's namespace and name.
+func (o *Object) Key() Key {
+	k := Key{Resource: o.Resource}
+	if m, ok := o.Obj.(metav1.Object); ok {
+		k.Namespace, k.Name = m.GetNamespace(), m.GetName()
+	}
+	return k
+}
+
+// ID is the object's id, the order of lists.
+func (o *Object) ID() string { return o.Key().id() }
+
+// UID is the object's metadata.uid.
 func (o *Object) UID() string {
 	if m, ok := o.Obj.(metav1.Object); ok {
 		return string(m.GetUID())
@@ -242,7 +274,7 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 		}
 		var found bool
 		if root, found = root.remove(e.Object.ID()); !found {
-			panic(fmt.Sprintf("state: undo event %d on %s: not found", e.RV, e.Object.Key))
+			panic(fmt.Sprintf("state: undo event %d on %s: not found", e.RV, e.Object.Key()))
 		}
 	}
 	s.rebuilt.add(gen, idx, root)
@@ -396,7 +428,7 @@ func (t *Txn) Put(o, prev *Object, appendedAt int64) {
 func (t *Txn) Delete(prev, tombstone *Object, appendedAt int64) {
 	var found bool
 	if t.root, found = t.root.remove(prev.ID()); !found {
-		panic(fmt.Sprintf("state: delete %s: not found", prev.Key))
+		panic(fmt.Sprintf("state: delete %s: not found", prev.Key()))
 	}
 	t.changed = true
 	t.events = append(t.events, Event{Type: Deleted, RV: tombstone.RV, Object: tombstone, Prev: prev, At: appendedAt})

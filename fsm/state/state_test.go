@@ -9,6 +9,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 var smallConfig = Config{HistoryEvents: 8, ListSnapshots: 4}
@@ -20,7 +23,8 @@ const waitLimit = 10 * time.Second
 func key(ns, name string) Key { return Key{Resource: "leases", Namespace: ns, Name: name} }
 
 func obj(k Key, rv uint64, data string) *Object {
-	return &Object{Key: k, RV: rv, Data: []byte(data)}
+	meta := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}}
+	return NewObject(k.Resource, rv, meta, []byte(data))
 }
 
 // op is one change of an entry; the zero op changes nothing.
@@ -41,7 +45,7 @@ func apply(s *Store, first uint64, ops ...op) {
 			t.Put(obj(o.put, idx, o.data), prev, int64(idx))
 		case o.del != (Key{}):
 			prev := t.Get(o.del)
-			tomb := &Object{Key: prev.Key, RV: idx, Data: prev.Data, Obj: prev.Obj}
+			tomb := NewObject(prev.Resource, idx, prev.Obj, prev.Data())
 			t.Delete(prev, tomb, int64(idx))
 		}
 		t.Step(idx)
@@ -58,7 +62,7 @@ var nothing = op{}
 func contents(sn *Snapshot, resource, namespace string, after *Key) string {
 	var out []string
 	sn.List(resource, namespace, after, func(o *Object) bool {
-		out = append(out, fmt.Sprintf("%s/%s@%d=%s", o.Key.Namespace, o.Key.Name, o.RV, o.Data))
+		out = append(out, fmt.Sprintf("%s/%s@%d=%s", o.Key().Namespace, o.Key().Name, o.RV, o.Data()))
 		return true
 	})
 	return strings.Join(out, " ")
@@ -88,7 +92,7 @@ func (tr *tracked) apply(ops ...op) {
 		}
 		var keys []string
 		for k, o := range tr.objs {
-			keys = append(keys, fmt.Sprintf("%s/%s@%d=%s", k.Namespace, k.Name, o.RV, o.Data))
+			keys = append(keys, fmt.Sprintf("%s/%s@%d=%s", k.Namespace, k.Name, o.RV, o.Data()))
 		}
 		sort.Strings(keys)
 		tr.want = append(tr.want, strings.Join(keys, " "))
@@ -307,7 +311,7 @@ func TestList(t *testing.T) {
 	names := func(resource, namespace string, after *Key) string {
 		var out []string
 		sn.List(resource, namespace, after, func(o *Object) bool {
-			out = append(out, o.Key.Namespace+"/"+o.Key.Name)
+			out = append(out, o.Key().Namespace+"/"+o.Key().Name)
 			return true
 		})
 		return strings.Join(out, " ")
@@ -356,7 +360,7 @@ func TestList(t *testing.T) {
 	t.Run("stop early", func(t *testing.T) {
 		var got []string
 		sn.List("leases", "", nil, func(o *Object) bool {
-			got = append(got, o.Key.Name)
+			got = append(got, o.Key().Name)
 			return len(got) < 3
 		})
 		if len(got) != 3 {
@@ -375,7 +379,7 @@ func TestList(t *testing.T) {
 			var page []string
 			var last *Object
 			sn.List("leases", "", after, func(o *Object) bool {
-				page = append(page, o.Key.Namespace+"/"+o.Key.Name)
+				page = append(page, o.Key().Namespace+"/"+o.Key().Name)
 				last = o
 				return len(page) < 3
 			})
@@ -383,7 +387,8 @@ func TestList(t *testing.T) {
 				break
 			}
 			pages = append(pages, page...)
-			after = &last.Key
+			k := last.Key()
+			after = &k
 		}
 		if got := strings.Join(pages, " "); got != all {
 			t.Fatalf("paged list %q, want %q", got, all)
@@ -393,7 +398,7 @@ func TestList(t *testing.T) {
 		if n := sn.Count("leases"); n != 8 {
 			t.Fatalf("Count = %d", n)
 		}
-		if o := sn.Get(key("a-b", "y")); o == nil || o.Key != key("a-b", "y") {
+		if o := sn.Get(key("a-b", "y")); o == nil || o.Key() != key("a-b", "y") {
 			t.Fatalf("Get = %+v", o)
 		}
 		if o := sn.Get(key("a", "b")); o != nil {
@@ -484,7 +489,7 @@ func TestEventsSince(t *testing.T) {
 	// Event contents.
 	evs, _, _, _ := eventsSince(s, 13)
 	e := evs[0]
-	if e.Type != Deleted || e.Object.RV != 14 || e.Prev == nil || e.Prev.RV != 12 || e.At != 14 || string(e.Object.Data) != "12" {
+	if e.Type != Deleted || e.Object.RV != 14 || e.Prev == nil || e.Prev.RV != 12 || e.At != 14 || string(e.Object.Data()) != "12" {
 		t.Fatalf("delete event %+v (object %+v, prev %+v)", e, e.Object, e.Prev)
 	}
 	evs, _, _, _ = eventsSince(s, 6)
@@ -845,7 +850,7 @@ func TestReplaceIsAtomic(t *testing.T) {
 					errs <- fmt.Errorf("snapshot index %d", sn.Index)
 					return
 				}
-				if got := sn.Count("leases"); got != 3 || sn.Get(w.objs[0].Key) != w.objs[0] {
+				if got := sn.Count("leases"); got != 3 || sn.Get(w.objs[0].Key()) != w.objs[0] {
 					errs <- fmt.Errorf("snapshot at %d shows another state (%d objects)", sn.Index, got)
 					return
 				}
@@ -974,5 +979,13 @@ func TestNewDefaults(t *testing.T) {
 	s = New(Config{HistoryEvents: 3})
 	if len(s.history.buf) != 3 || s.snaps.n != d.ListSnapshots {
 		t.Fatalf("history %d, snapshots %d", len(s.history.buf), s.snaps.n)
+	}
+}
+
+// Every version of every object in the history is an Object: it must stay
+// within the 64-byte size class.
+func TestObjectSize(t *testing.T) {
+	if size := unsafe.Sizeof(Object{}); size > 64 {
+		t.Errorf("Object is %d bytes, want at most 64", size)
 	}
 }

@@ -42,7 +42,7 @@ func TestTreeAgainstModel(t *testing.T) {
 			}
 			delete(model, k.id())
 		} else {
-			o := &Object{Key: k, RV: uint64(step)}
+			o := obj(k, uint64(step), "")
 			root = root.insert(k.id(), o)
 			model[k.id()] = o
 		}
@@ -84,13 +84,13 @@ func TestTreeAgainstModel(t *testing.T) {
 func TestNewTree(t *testing.T) {
 	var objs []*Object
 	for i := range 1000 {
-		objs = append(objs, &Object{Key: Key{Resource: "leases", Namespace: "ns", Name: fmt.Sprintf("n-%04d", i)}})
+		objs = append(objs, obj(key("ns", fmt.Sprintf("n-%04d", i)), 0, ""))
 	}
 	if ids := checkTree(t, newTree(objs)); len(ids) != 1000 {
 		t.Fatalf("sorted: %d objects", len(ids))
 	}
 	// Out of order, with a duplicate: the later one stays.
-	dup := &Object{Key: objs[3].Key, RV: 9}
+	dup := obj(objs[3].Key(), 9, "")
 	mixed := append([]*Object{objs[5], objs[3], objs[4]}, dup)
 	root := newTree(mixed)
 	if ids := checkTree(t, root); len(ids) != 3 || root.get(dup.ID()) != dup {
