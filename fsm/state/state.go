@@ -31,7 +31,8 @@ func (k Key) String() string { return k.id() }
 //
 // Every version of every object in the history is an Object, so it holds
 // nothing Obj already has: its namespace and name are Obj's (see Key), and
-// its uid too (see UID). At 64 bytes it is half the decoded Lease it wraps.
+// its uid too (see UID). At 64 bytes it is under a quarter of the decoded
+// Lease it wraps.
 type Object struct {
 	// Resource is the plural resource name ("leases").
 	Resource string
