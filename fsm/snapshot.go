@@ -9,7 +9,6 @@ import (
 	"strconv"
 
 	"github.com/hashicorp/raft"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/fsm/state"
 )
@@ -287,7 +286,8 @@ type version struct {
 func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Object, error) {
 	resource, ns, name := r.bytes(), r.bytes(), r.bytes()
 	rv := r.uvarint()
-	uid, data := r.bytes(), r.bytes()
+	r.bytes() // the uid, which the object holds
+	data := r.bytes()
 	if r.err != nil {
 		return nil, fmt.Errorf("restore: object record: %w", r.err)
 	}
@@ -295,29 +295,19 @@ func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Ob
 	if o, ok := shared[version{state.Key{Resource: string(resource), Namespace: string(ns), Name: string(name)}, rv}]; ok {
 		return o, nil
 	}
-	k := state.Key{Resource: f.intern.string(string(resource)), Namespace: string(ns), Name: string(name)}
-	obj, keep, err := f.unmarshal(k.Resource, data)
+	res := f.intern.string(string(resource))
+	obj, keep, err := f.unmarshal(res, data)
 	if err != nil {
-		return nil, fmt.Errorf("restore: %s: %w", k, err)
+		return nil, fmt.Errorf("restore: %s/%s/%s: %w", res, ns, name, err)
 	}
 	obj.SetResourceVersion(strconv.FormatUint(rv, 10))
-	// The record spells the object's key and uid as the object does: the
-	// map's key shares the object's strings.
-	k.Namespace, k.Name = sameString(obj.GetNamespace(), ns), sameString(obj.GetName(), name)
-	obj.SetUID(types.UID(sameString(string(obj.GetUID()), uid)))
-	o := state.NewObject(k.Resource, rv, obj, keep)
+	// The record's key and uid are the object's own (appendObject wrote
+	// them from it); they serve only to find a version read before.
+	o := state.NewObject(res, rv, obj, keep)
 	if shared != nil {
-		shared[version{k, rv}] = o
+		shared[version{o.Key(), rv}] = o
 	}
 	return o, nil
-}
-
-// sameString returns s when it spells b, else b as a new string.
-func sameString(s string, b []byte) string {
-	if s == string(b) {
-		return s
-	}
-	return string(b)
 }
 
 func (r *reader) varint() int64 {

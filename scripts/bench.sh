@@ -184,14 +184,14 @@ rss() {
 	awk '/^VmRSS:/ {t = $2} /^RssAnon:/ {a = $2} /^RssFile:/ {f = $2} END {printf "%.0f MB (anon %.0f, file %.0f)", t / 1024, a / 1024, f / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$1/$1.pid")/status"
 	printf ', raft.db %d MB' "$(($(stat -c %s "$LEASEHOLD_DATA/$1/data/raft.db") / 1048576))"
 }
+# rate prints the ops/s of a leasebench report.
+rate() { sed -n 's/.* ops\/s=\([0-9]*\) .*/\1/p' <<<"$1" | head -1; }
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 # Then renewed, as stored Leases are: the watch history fills with new
 # versions and keeps the ones they replaced until their events leave it.
 echo "   renewed for 10s (64 clients, all $SCALE_LEASES Leases; the watch history keeps replaced versions):"
 renew10=$(bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 10s --label "$SCALE_LEASES-leases" renew)
 echo "$renew10"
-# rate prints the ops/s of a leasebench report.
-rate() { sed -n 's/.* ops\/s=\([0-9]*\) .*/\1/p' <<<"$1" | head -1; }
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 # An informer starts with a full list (resourceVersion=0): every node
 # answers two, in JSON and in protobuf.
