@@ -329,7 +329,7 @@ func (c *Controller) relevantChanges(seen *uint64) bool {
 			if !tracked {
 				continue
 			}
-			if ev.Prev == nil || ev.Type == state.Deleted || leaseHolder(ev.Prev) != leaseHolder(ev.Object) {
+			if ev.Prior == nil || ev.Type == state.Deleted || leaseHolder(ev.Prev()) != leaseHolder(ev.Object) {
 				return true
 			}
 		}

@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/leasehold/leasehold/fsm/state"
 )
@@ -51,16 +54,10 @@ func BenchmarkRestore100k(b *testing.B) {
 	b.StopTimer()
 	// What the restored state keeps: the heap with it, less the heap
 	// without it.
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
-	with := heap()
+	with := heapAlloc()
 	runtime.KeepAlive(restored)
 	restored = nil
-	without := heap()
+	without := heapAlloc()
 	b.ReportMetric(float64(with-without)/n, "heap-B/lease")
 	runtime.KeepAlive(data)
 }
@@ -149,4 +146,73 @@ func BenchmarkPersistRenewed(b *testing.B) {
 		b.Fatalf("history holds %d events", len(events))
 	}
 	benchmarkPersist(b, f)
+}
+
+// BenchmarkRenewedHeap100k measures the heap a node holds for 100,000
+// Leases each renewed once since its creation, as client-go renews (new
+// renewTime, new managedFields time): the history then holds renewals only,
+// and every Lease's version from before them. This is the steady state of a
+// cluster whose Leases are all renewed within the history's window.
+func BenchmarkRenewedHeap100k(b *testing.B) {
+	const n = 100000
+	version := func(name string, renewed time.Duration) []byte {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "leasebench", Name: name, UID: types.UID("uid-" + name),
+				ManagedFields: []metav1.ManagedFieldsEntry{{
+					Manager: "leasebench", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
+					Time: &metav1.Time{Time: fixedTime.Add(renewed).Truncate(time.Second)}, FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}}`)},
+				}}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo("holder-" + name), LeaseDurationSeconds: ptrTo[int32](15),
+				RenewTime: &metav1.MicroTime{Time: fixedTime.Add(renewed).Truncate(time.Microsecond)}},
+		}
+		data, err := l.Marshal()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return data
+	}
+	b.ReportAllocs()
+	var perLease float64
+	for range b.N {
+		f := newFSM(state.DefaultConfig())
+		logs := make([]*raft.Log, 0, 1000)
+		idx := uint64(0)
+		for round := range 2 {
+			for i := range n {
+				name := fmt.Sprintf("lease-%06d", i)
+				typ := CmdCreate
+				if round == 1 {
+					typ = CmdUpdate
+				}
+				idx++
+				l := cmdLog(idx, &Command{Type: typ, Resource: "leases",
+					Object: version(name, time.Duration(idx)*time.Millisecond)})
+				l.AppendedAt = fixedTime.Add(time.Duration(idx) * time.Millisecond)
+				logs = append(logs, l)
+				if len(logs) == cap(logs) {
+					f.ApplyBatch(logs)
+					logs = logs[:0]
+				}
+			}
+		}
+		if evs := f.State().EventsSince(n).Events; len(evs) != n || evs[0].Type != state.Modified {
+			b.Fatalf("history holds %d events after the creations", len(evs))
+		}
+		b.StopTimer()
+		with := heapAlloc()
+		runtime.KeepAlive(f)
+		f = nil
+		perLease = float64(with-heapAlloc()) / n
+		b.StartTimer()
+	}
+	b.ReportMetric(perLease, "heap-B/lease")
+}
+
+// heapAlloc is the heap in use after a full collection.
+func heapAlloc() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
 }

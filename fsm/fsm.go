@@ -154,7 +154,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 			return &Result{Object: cur}
 		}
 		shareUnchanged(obj, cur)
-		txn.Put(obj, cur, at)
+		txn.Put(obj, priorOf(obj, cur), at)
 		return &Result{Object: obj}
 	case CmdDelete:
 		k := state.Key{Resource: cmd.Resource, Namespace: cmd.Namespace, Name: cmd.Name}
@@ -166,7 +166,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
 		tomb := state.NewObject(cur.Resource, l.Index, o, cur.Data())
 		shareUnchanged(tomb, cur)
-		txn.Delete(cur, tomb, at)
+		txn.Delete(tomb, priorOf(tomb, cur), at)
 		return &Result{Object: tomb}
 	case CmdNoop:
 		return &Result{}

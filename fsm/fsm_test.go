@@ -431,9 +431,9 @@ func TestApplyCommands(t *testing.T) {
 				if e.Object.Key() != k || !bytes.Equal(dataOf(t, e.Object), tt.want.data) {
 					t.Fatalf("event object %v data %x, want %v %x", e.Object.Key(), dataOf(t, e.Object), k, tt.want.data)
 				}
-				if e.Prev != prev {
-					t.Fatalf("event prev %+v, want the object stored before (%+v)", e.Prev, prev)
-				}
+				// The object stored before, or a rebuilt equal (see
+				// state.Prior).
+				sameObject(t, "event prev", prev, e.Prev())
 			})
 		}
 	}
@@ -921,7 +921,7 @@ func canonicalDump(t testing.TB, f *FSM) []byte {
 	for _, e := range events {
 		fmt.Fprintf(&b, "event %s rv=%d at=%d\n", e.Type, e.RV, e.At)
 		obj(e.Object)
-		obj(e.Prev)
+		obj(e.Prev())
 	}
 	return b.Bytes()
 }
@@ -1206,7 +1206,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 					t.Fatalf("event %d: %s %d at %d, want %s %d at %d", i, r.Type, r.RV, r.At, e.Type, e.RV, e.At)
 				}
 				sameObject(t, "event object", e.Object, r.Object)
-				sameObject(t, "event prev", e.Prev, r.Prev)
+				sameObject(t, "event prev", e.Prev(), r.Prev())
 			}
 			requireSameDump(t, "restored", canonicalDump(t, src), canonicalDump(t, dst))
 
@@ -1226,16 +1226,16 @@ func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 	f := newFSM(state.DefaultConfig())
 	populate(t, f)
 	objs, events, _, _ := f.State().Dump()
-	distinct := map[*state.Object]bool{}
+	distinct := map[version]bool{}
 	mentions := len(objs)
 	for _, o := range objs {
-		distinct[o] = true
+		distinct[version{o.Key(), o.RV}] = true
 	}
 	for _, e := range events {
-		distinct[e.Object] = true
+		distinct[version{e.Object.Key(), e.RV}] = true
 		mentions++
-		if e.Prev != nil {
-			distinct[e.Prev] = true
+		if e.Prior != nil {
+			distinct[version{e.Object.Key(), e.Prior.PriorRV()}] = true
 			mentions++
 		}
 	}

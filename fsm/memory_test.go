@@ -137,24 +137,36 @@ func TestDecodedObjectsShareRepeatedValues(t *testing.T) {
 }
 
 // TestRestoreSharesVersions: a version that the state and the history, or
-// two events, refer to is one object after a restore, as before it.
+// two events, refer to is one object after a restore, as before it, and an
+// event that held its previous state as a difference holds it so again.
 func TestRestoreSharesVersions(t *testing.T) {
 	src := newFSM(state.DefaultConfig())
 	populate(t, src)
 	dst := newFSM(state.DefaultConfig())
 	restoreFrom(t, dst, persist(t, src))
 
-	// sharedPrevs counts the events whose previous state is an earlier
-	// event's object.
-	sharedPrevs := func(f *FSM) int {
+	// priors counts the events by how they hold their previous state:
+	// not at all, as a difference, as an earlier event's object, or whole
+	// and alone.
+	type priors struct{ none, diff, shared, alone int }
+	count := func(f *FSM) priors {
 		current := map[state.Key]*state.Object{}
 		f.State().Snapshot().List("leases", "", nil, func(o *state.Object) bool { current[o.Key()] = o; return true })
 		seen := map[*state.Object]bool{}
 		evs, _, _, _ := eventsSince(f.State(), 0)
-		n := 0
+		var n priors
 		for _, e := range evs {
-			if e.Prev != nil && seen[e.Prev] {
-				n++
+			switch p := e.Prior.(type) {
+			case nil:
+				n.none++
+			case *state.Object:
+				if seen[p] {
+					n.shared++
+				} else {
+					n.alone++
+				}
+			default:
+				n.diff++
 			}
 			if e.Type != state.Deleted {
 				if cur := current[e.Object.Key()]; cur != nil && cur.RV == e.Object.RV && cur != e.Object {
@@ -165,9 +177,9 @@ func TestRestoreSharesVersions(t *testing.T) {
 		}
 		return n
 	}
-	want := sharedPrevs(src)
-	if got := sharedPrevs(dst); got != want || want == 0 {
-		t.Fatalf("restored: %d events share their previous state with an earlier event, source %d", got, want)
+	want := count(src)
+	if got := count(dst); got != want || want.diff == 0 {
+		t.Fatalf("restored: previous states held %+v, source %+v", got, want)
 	}
 }
 
@@ -214,7 +226,10 @@ func TestVersionsShareUnchangedValues(t *testing.T) {
 			t.Fatalf("%s: %d events, want 4", what, len(evs))
 		}
 		for i, e := range evs[1:] {
-			n, p := e.Object.Obj.(*coordinationv1.Lease), e.Prev.Obj.(*coordinationv1.Lease)
+			if _, ok := e.Prior.(*leasePrior); !ok {
+				t.Errorf("%s: event %d holds its previous state as %T, want a difference", what, e.RV, e.Prior)
+			}
+			n, p := e.Object.Obj.(*coordinationv1.Lease), e.Prev().Obj.(*coordinationv1.Lease)
 			if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) {
 				t.Errorf("%s: event %d: name or uid not shared with the previous version", what, e.RV)
 			}
@@ -271,10 +286,10 @@ func TestCandidateVersionsShareUnchangedValues(t *testing.T) {
 		}
 	}
 	evs, _, _, _ := eventsSince(f.State(), 1)
-	if len(evs) != 1 || evs[0].Prev == nil {
+	if len(evs) != 1 || evs[0].Prior == nil {
 		t.Fatalf("events %+v, want one update", evs)
 	}
-	n, p := evs[0].Object.Obj.(*coordinationv1beta1.LeaseCandidate), evs[0].Prev.Obj.(*coordinationv1beta1.LeaseCandidate)
+	n, p := evs[0].Object.Obj.(*coordinationv1beta1.LeaseCandidate), evs[0].Prev().Obj.(*coordinationv1beta1.LeaseCandidate)
 	s, ps := n.Spec, p.Spec
 	if !sameMemory(n.Name, p.Name) || !sameMemory(string(n.UID), string(p.UID)) || !sameMemory(s.LeaseName, ps.LeaseName) ||
 		!sameMemory(s.BinaryVersion, ps.BinaryVersion) || !sameMemory(s.EmulationVersion, ps.EmulationVersion) ||

@@ -88,7 +88,7 @@ func (s *snapshot) write(w io.Writer) error {
 		return err
 	}
 	var err error
-	written := make(map[*state.Object]uint64, len(s.objs))
+	written := make(writtenVersions, len(s.objs))
 	copies := storedCopies{}
 	for _, o := range s.objs {
 		if rec, err = appendVersion(rec[:0], o, written, copies); err != nil {
@@ -104,9 +104,13 @@ func (s *snapshot) write(w io.Writer) error {
 		if rec, err = appendVersion(rec, e.Object, written, copies); err != nil {
 			return err
 		}
-		if e.Prev != nil {
+		if e.Prior != nil {
 			rec = append(rec, 1)
-			if rec, err = appendVersion(rec, e.Prev, written, copies); err != nil {
+			// Most previous states are an earlier event's object: look
+			// for it before building it (see state.Prior).
+			if v, ok := written[e.Prior.PriorRV()]; ok {
+				rec = binary.AppendUvarint(rec, v.ordinal+1)
+			} else if rec, err = appendVersion(rec, e.Prev(), written, copies); err != nil {
 				return err
 			}
 		} else {
@@ -128,13 +132,27 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// writtenVersions holds the ordinal of every version written, by RV: each
+// entry changes one object, so an RV names one version of one object,
+// whether it is the Object the state and the events share or a previous
+// state rebuilt from a difference (state.Prior). appendVersion checks it.
+type writtenVersions map[uint64]writtenVersion
+
+type writtenVersion struct {
+	ordinal uint64
+	o       *state.Object
+}
+
 // appendVersion appends a reference to o when written holds it, else o in
 // full, and adds it to written.
-func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64, copies storedCopies) ([]byte, error) {
-	if n, ok := written[o]; ok {
-		return binary.AppendUvarint(b, n+1), nil
+func appendVersion(b []byte, o *state.Object, written writtenVersions, copies storedCopies) ([]byte, error) {
+	if v, ok := written[o.RV]; ok {
+		if v.o != o {
+			return b, fmt.Errorf("two versions at RV %d: %v and %v", o.RV, v.o.Key(), o.Key())
+		}
+		return binary.AppendUvarint(b, v.ordinal+1), nil
 	}
-	written[o] = uint64(len(written))
+	written[o.RV] = writtenVersion{uint64(len(written)), o}
 	return appendObject(append(b, 0), o, copies)
 }
 
@@ -211,13 +229,15 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			}
 			e.RV = e.Object.RV
 			if hasPrev := r.byte(); hasPrev == 1 {
-				if e.Prev, err = versions.next(r, true); err != nil {
+				prev, err := versions.next(r, true)
+				if err != nil {
 					return err
 				}
 				// As when the event was applied. Events come in RV
 				// order, so a version shares with its predecessor
 				// before its successor shares with it.
-				shareUnchanged(e.Object, e.Prev)
+				shareUnchanged(e.Object, prev)
+				e.Prior = priorOf(e.Object, prev)
 			}
 			events = append(events, e)
 		case recEnd:

@@ -206,7 +206,7 @@ func (w *Watcher) NextWithin(ctx context.Context, wait time.Duration) ([]Event, 
 // stops matching is DELETED (with its old content at the event's version).
 func (w *Watcher) translate(e state.Event) (Event, bool, error) {
 	cur := e.Type != state.Deleted && w.opts.Matches(e.Object)
-	old := e.Prev != nil && w.opts.Matches(e.Prev)
+	old := e.Prior != nil && w.opts.Matches(e.PrevSelectable())
 	switch {
 	case e.Type == state.Deleted:
 		if !old {
@@ -218,7 +218,7 @@ func (w *Watcher) translate(e state.Event) (Event, bool, error) {
 	case cur:
 		return w.eventOf(watch.Added, e.Object)
 	case old:
-		gone := e.Prev.Obj.DeepCopyObject().(fsm.StoredObject)
+		gone := e.Prev().Obj.DeepCopyObject().(fsm.StoredObject)
 		gone.SetResourceVersion(strconv.FormatUint(e.RV, 10))
 		out, err := served(w.r, gone)
 		if err != nil {

@@ -21,11 +21,59 @@ type Event struct {
 	RV   uint64
 	// Object is the new state; for Deleted, the last state stamped with RV.
 	Object *Object
-	// Prev is the state before the change (nil for Added).
-	Prev *Object
+	// Prior is the state before the change (nil for Added); see Prev.
+	Prior Prior
 	// At is the leader's append time of the entry (unix nanoseconds), the
 	// same on every node; used only to age the history.
 	At int64
+}
+
+// Prior is how an event holds the version its change replaced: that
+// *Object, or a smaller value that rebuilds it from the event's object.
+//
+// The history holds, for every object changed in its window, the version
+// before its first change there, which nothing else holds once it has been
+// replaced: with 100,000 Leases each renewed once in the window, 100,000
+// Leases of 350 bytes whose renewal changed a time and the
+// resourceVersion. A Prior other than *Object must describe a version with
+// the same metadata as the event's object but for resourceVersion and
+// managedFields, so that selectors, which read names, namespaces and
+// labels, see both versions alike (PrevSelectable).
+type Prior interface {
+	// PriorRV is the replaced version's RV.
+	PriorRV() uint64
+	// Version returns the replaced version, given the version that
+	// replaced it.
+	Version(next *Object) *Object
+}
+
+// PriorRV makes an Object its own Prior.
+func (o *Object) PriorRV() uint64 { return o.RV }
+
+// Version makes an Object its own Prior.
+func (o *Object) Version(*Object) *Object { return o }
+
+// Prev returns the state before the change, nil for Added. It may build a
+// new Object each call (see Prior): callers on a hot path that only select
+// use PrevSelectable.
+func (e Event) Prev() *Object {
+	if e.Prior == nil {
+		return nil
+	}
+	return e.Prior.Version(e.Object)
+}
+
+// PrevSelectable returns an object with the name, namespace and labels of
+// the state before the change, nil for Added: that state when the event
+// holds it whole, else the event's object, which has the same metadata.
+func (e Event) PrevSelectable() *Object {
+	if e.Prior == nil {
+		return nil
+	}
+	if o, ok := e.Prior.(*Object); ok {
+		return o
+	}
+	return e.Object
 }
 
 // History is a bounded ring of the most recent events in RV order. It is

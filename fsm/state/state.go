@@ -269,8 +269,8 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 
 	for i := len(later) - 1; i >= 0; i-- {
 		e := later[i]
-		if e.Prev != nil {
-			root = root.insert(e.Prev.ID(), e.Prev)
+		if prev := e.Prev(); prev != nil {
+			root = root.insert(prev.ID(), prev)
 			continue
 		}
 		var found bool
@@ -414,25 +414,25 @@ func (s *Store) Begin() *Txn {
 func (t *Txn) Get(k Key) *Object { return t.root.get(k.id()) }
 
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
-func (t *Txn) Put(o, prev *Object, appendedAt int64) {
+func (t *Txn) Put(o *Object, prev Prior, appendedAt int64) {
 	t.root = t.root.insert(o.ID(), o)
 	typ := Added
 	if prev != nil {
 		typ = Modified
 	}
 	t.changed = true
-	t.events = append(t.events, Event{Type: typ, RV: o.RV, Object: o, Prev: prev, At: appendedAt})
+	t.events = append(t.events, Event{Type: typ, RV: o.RV, Object: o, Prior: prev, At: appendedAt})
 }
 
-// Delete removes prev; tombstone is its last state stamped with the delete's
-// index.
-func (t *Txn) Delete(prev, tombstone *Object, appendedAt int64) {
+// Delete removes the object; tombstone is its last state, prev, stamped
+// with the delete's index.
+func (t *Txn) Delete(tombstone *Object, prev Prior, appendedAt int64) {
 	var found bool
-	if t.root, found = t.root.remove(prev.ID()); !found {
-		panic(fmt.Sprintf("state: delete %s: not found", prev.Key()))
+	if t.root, found = t.root.remove(tombstone.ID()); !found {
+		panic(fmt.Sprintf("state: delete %s: not found", tombstone.Key()))
 	}
 	t.changed = true
-	t.events = append(t.events, Event{Type: Deleted, RV: tombstone.RV, Object: tombstone, Prev: prev, At: appendedAt})
+	t.events = append(t.events, Event{Type: Deleted, RV: tombstone.RV, Object: tombstone, Prior: prev, At: appendedAt})
 }
 
 // Step ends the entry at idx. Entries that changed nothing keep no view: the

@@ -41,12 +41,15 @@ func apply(s *Store, first uint64, ops ...op) {
 		idx := first + uint64(i)
 		switch {
 		case o.put != (Key{}):
-			prev := t.Get(o.put)
+			var prev Prior // not a nil *Object: that is a Prior
+			if cur := t.Get(o.put); cur != nil {
+				prev = cur
+			}
 			t.Put(obj(o.put, idx, o.data), prev, int64(idx))
 		case o.del != (Key{}):
 			prev := t.Get(o.del)
 			tomb := NewObject(prev.Resource, idx, prev.Obj, prev.Data())
-			t.Delete(prev, tomb, int64(idx))
+			t.Delete(tomb, prev, int64(idx))
 		}
 		t.Step(idx)
 	}
@@ -489,14 +492,14 @@ func TestEventsSince(t *testing.T) {
 	// Event contents.
 	evs, _, _, _ := eventsSince(s, 13)
 	e := evs[0]
-	if e.Type != Deleted || e.Object.RV != 14 || e.Prev == nil || e.Prev.RV != 12 || e.At != 14 || string(e.Object.Data()) != "12" {
-		t.Fatalf("delete event %+v (object %+v, prev %+v)", e, e.Object, e.Prev)
+	if e.Type != Deleted || e.Object.RV != 14 || e.Prior == nil || e.Prev().RV != 12 || e.At != 14 || string(e.Object.Data()) != "12" {
+		t.Fatalf("delete event %+v (object %+v, prev %+v)", e, e.Object, e.Prev())
 	}
 	evs, _, _, _ = eventsSince(s, 6)
-	if e := evs[0]; e.Type != Added || e.Prev != nil || e.Object.RV != 7 {
+	if e := evs[0]; e.Type != Added || e.Prior != nil || e.Object.RV != 7 {
 		t.Fatalf("add event %+v", e)
 	}
-	if e := evs[1]; e.Type != Modified || e.Prev == nil || e.Prev.RV != 4 || e.Object.RV != 8 {
+	if e := evs[1]; e.Type != Modified || e.Prior == nil || e.Prev().RV != 4 || e.Object.RV != 8 {
 		t.Fatalf("modify event %+v", e)
 	}
 }
@@ -741,7 +744,7 @@ func TestReplace(t *testing.T) {
 	n1, n2 := obj(key("x", "n1"), 90, "n1"), obj(key("x", "n2"), 95, "n2")
 	events := []Event{
 		{Type: Added, RV: 90, Object: n1, At: 90},
-		{Type: Deleted, RV: 93, Object: obj(a, 93, "gone"), Prev: obj(a, 91, "gone"), At: 93},
+		{Type: Deleted, RV: 93, Object: obj(a, 93, "gone"), Prior: obj(a, 91, "gone"), At: 93},
 		{Type: Added, RV: 95, Object: n2, At: 95},
 	}
 	s.Replace([]*Object{n2, n1}, events, 88, 100)

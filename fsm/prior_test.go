@@ -1,0 +1,169 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"math/rand"
+	"testing"
+	"time"
+	"unsafe"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/leasehold/leasehold/fsm/state"
+)
+
+// TestPriorRebuildsThePreviousVersion: for random pairs of Lease versions,
+// the previous version an event holds — whole, or as a difference when only
+// resourceVersion, managedFields and spec changed — rebuilds to one that
+// encodes exactly as the version did, keeps the selectors' view, and is a
+// difference whenever it may be.
+func TestPriorRebuildsThePreviousVersion(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	f := newFSM(state.DefaultConfig())
+	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object {
+		t.Helper()
+		data, err := l.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, keep, err := f.unmarshal("leases", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.SetResourceVersion(fmt.Sprint(rv))
+		return state.NewObject("leases", rv, obj, keep)
+	}
+	at := func() time.Time {
+		return fixedTime.Add(time.Duration(rng.Intn(1e6)) * time.Microsecond).Truncate(time.Microsecond)
+	}
+	diffs := 0
+	for i := range 2000 {
+		base := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{
+				Namespace: "ns", Name: fmt.Sprint("l", i%7), UID: types.UID(fmt.Sprint("u", i%3)),
+				CreationTimestamp: metav1.Time{Time: fixedTime.Truncate(time.Second)},
+				ManagedFields: []metav1.ManagedFieldsEntry{{
+					Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
+					Time: &metav1.Time{Time: fixedTime.Truncate(time.Second)}, FieldsType: "FieldsV1",
+					FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{}}`)},
+				}},
+			},
+			Spec: coordinationv1.LeaseSpec{
+				HolderIdentity: ptrTo("h"), LeaseDurationSeconds: ptrTo[int32](15),
+				AcquireTime: &metav1.MicroTime{Time: at()}, RenewTime: &metav1.MicroTime{Time: at()}, LeaseTransitions: ptrTo[int32](1),
+			},
+		}
+		if rng.Intn(2) == 0 {
+			base.Labels = map[string]string{"a": "1"}
+		}
+		next := base.DeepCopy()
+		var metaChanged []string
+		change := func(p float64, what string, meta bool, fn func()) {
+			if rng.Float64() < p {
+				fn()
+				if meta {
+					metaChanged = append(metaChanged, what)
+				}
+			}
+		}
+		change(0.8, "renewTime", false, func() { next.Spec.RenewTime = &metav1.MicroTime{Time: next.Spec.RenewTime.Add(time.Second)} })
+		change(0.2, "holder", false, func() { next.Spec.HolderIdentity = ptrTo("other") })
+		change(0.2, "transitions", false, func() { next.Spec.LeaseTransitions = ptrTo[int32](2) })
+		change(0.1, "duration", false, func() { next.Spec.LeaseDurationSeconds = nil })
+		change(0.3, "managedFields", false, func() {
+			next.ManagedFields[0].Time = &metav1.Time{Time: fixedTime.Add(time.Hour).Truncate(time.Second)}
+		})
+		change(0.1, "labels", true, func() { next.Labels = map[string]string{"a": "2"} })
+		change(0.05, "annotations", true, func() { next.Annotations = map[string]string{"n": "v"} })
+		change(0.05, "finalizers", true, func() { next.Finalizers = []string{"f"} })
+		change(0.05, "ownerReferences", true, func() {
+			next.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: "n", UID: "o"}}
+		})
+		change(0.05, "generation", true, func() { next.Generation = 3 })
+		change(0.05, "deletionTimestamp", true, func() { next.DeletionTimestamp = &metav1.Time{Time: fixedTime.Add(time.Minute).Truncate(time.Second)} })
+
+		prev := decoded(base, uint64(10*i+1))
+		n := decoded(next, uint64(10*i+5))
+		shareUnchanged(n, prev)
+		prior := priorOf(n, prev)
+		_, isDiff := prior.(*leasePrior)
+		if isDiff != (len(metaChanged) == 0) {
+			t.Fatalf("pair %d (metadata changed: %v): held as %T", i, metaChanged, prior)
+		}
+		if isDiff {
+			diffs++
+		}
+		got := prior.Version(n)
+		if prior.PriorRV() != prev.RV || got.RV != prev.RV || got.Key() != prev.Key() || got.UID() != prev.UID() {
+			t.Fatalf("pair %d: rebuilt %v at %d (prior says %d), want %v at %d", i, got.Key(), got.RV, prior.PriorRV(), prev.Key(), prev.RV)
+		}
+		gl, pl := got.Obj.(*coordinationv1.Lease), prev.Obj.(*coordinationv1.Lease)
+		gp, err1 := gl.Marshal()
+		pp, err2 := pl.Marshal()
+		gj, err3 := json.Marshal(gl)
+		pj, err4 := json.Marshal(pl)
+		if err := firstErr(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(gp, pp) || !bytes.Equal(gj, pj) {
+			t.Fatalf("pair %d (changed: %v): rebuilt\n%s\nwant\n%s", i, metaChanged, gj, pj)
+		}
+		e := state.Event{Type: state.Modified, RV: n.RV, Object: n, Prior: prior}
+		sel := e.PrevSelectable().Obj.(*coordinationv1.Lease)
+		if sel.Name != pl.Name || sel.Namespace != pl.Namespace || !maps.Equal(sel.Labels, pl.Labels) {
+			t.Fatalf("pair %d: selectors see %s/%s %v, the previous version is %s/%s %v", i, sel.Namespace, sel.Name, sel.Labels, pl.Namespace, pl.Name, pl.Labels)
+		}
+	}
+	if diffs < 500 {
+		t.Fatalf("%d of 2000 pairs held as differences", diffs)
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestLeasePriorSize: a difference stays in the 96-byte size class, a
+// quarter of the Object and Lease it stands for.
+func TestLeasePriorSize(t *testing.T) {
+	if n := unsafe.Sizeof(leasePrior{}); n > 96 {
+		t.Fatalf("leasePrior is %d bytes, want at most 96", n)
+	}
+}
+
+// TestPriorOfObjectsWithKeptBytes: a version that keeps the bytes it was
+// written with (fields this binary does not know) is held whole, as its
+// difference from the next version could not rebuild them.
+func TestPriorOfObjectsWithKeptBytes(t *testing.T) {
+	f := newFSM(state.DefaultConfig())
+	odd := withUnknownField(leaseBytes(t, "ns", "odd", "u1", "a"))
+	for i, c := range []*Command{
+		{Type: CmdCreate, Resource: "leases", Object: odd},
+		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u1", "b")},
+		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u1", "c")},
+	} {
+		if r := asResult(t, f.Apply(cmdLog(uint64(i+1), c))); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	evs, _, _, _ := eventsSince(f.State(), 1)
+	if len(evs) != 2 {
+		t.Fatalf("%d events, want 2", len(evs))
+	}
+	if p, ok := evs[0].Prior.(*state.Object); !ok || !bytes.Equal(p.Data(), odd) {
+		t.Fatalf("the version with kept bytes is held as %T", evs[0].Prior)
+	}
+	if _, ok := evs[1].Prior.(*leasePrior); !ok {
+		t.Fatalf("a renewal of a plain version is held as %T, want a difference", evs[1].Prior)
+	}
+}
