@@ -90,6 +90,7 @@ func New(st *state.Store, types Types, logger hclog.Logger) *FSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	st.SetPriorOf(priorOf)
 	return &FSM{state: st, types: types, logger: logger, copies: storedCopies{}}
 }
 
@@ -154,7 +155,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 			return &Result{Object: cur}
 		}
 		shareUnchanged(obj, cur)
-		txn.Put(obj, priorOf(obj, cur), at)
+		txn.Put(obj, cur, at)
 		return &Result{Object: obj}
 	case CmdDelete:
 		k := state.Key{Resource: cmd.Resource, Namespace: cmd.Namespace, Name: cmd.Name}
@@ -166,7 +167,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
 		tomb := state.NewObject(cur.Resource, l.Index, o, cur.Data())
 		shareUnchanged(tomb, cur)
-		txn.Delete(tomb, priorOf(tomb, cur), at)
+		txn.Delete(tomb, cur, at)
 		return &Result{Object: tomb}
 	case CmdNoop:
 		return &Result{}

@@ -141,29 +141,63 @@ func TestLeasePriorSize(t *testing.T) {
 	}
 }
 
-// TestPriorOfObjectsWithKeptBytes: a version that keeps the bytes it was
-// written with (fields this binary does not know) is held whole, as its
-// difference from the next version could not rebuild them.
-func TestPriorOfObjectsWithKeptBytes(t *testing.T) {
-	f := newFSM(state.DefaultConfig())
-	odd := withUnknownField(leaseBytes(t, "ns", "odd", "u1", "a"))
+// TestHistoryHoldsPriorsCompactly: through the FSM, an event holds its
+// previous state as the earlier event's object while that event is in the
+// history, then as a difference; a version that keeps the bytes it was
+// written with (fields this binary does not know) is held whole, as a
+// difference could not rebuild them.
+func TestHistoryHoldsPriorsCompactly(t *testing.T) {
+	f := newFSM(state.Config{HistoryEvents: 2})
+	odd := withUnknownField(leaseBytes(t, "ns", "l", "u1", "a"))
 	for i, c := range []*Command{
 		{Type: CmdCreate, Resource: "leases", Object: odd},
-		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u1", "b")},
-		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "odd", "u1", "c")},
+		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "l", "u1", "b")},
+		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "l", "u1", "c")},
+		{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", "l", "u1", "d")},
 	} {
 		if r := asResult(t, f.Apply(cmdLog(uint64(i+1), c))); r.Err != nil {
 			t.Fatal(r.Err)
 		}
+		evs := historyOf(f)
+		last := evs[len(evs)-1]
+		switch i {
+		case 1: // the creation is in the history
+			if last.Prior != state.Prior(evs[0].Object) {
+				t.Fatalf("update 2 holds %T, want the creation's object", last.Prior)
+			}
+		case 2: // the creation left: its object is held whole, for its bytes
+			if p, ok := evs[0].Prior.(*state.Object); !ok || !bytes.Equal(p.Data(), odd) {
+				t.Fatalf("update 2 holds %T once the creation left, want the version with its bytes", evs[0].Prior)
+			}
+		case 3: // update 2 left: update 3 holds its previous state as a difference
+			if _, ok := evs[0].Prior.(*leasePrior); !ok {
+				t.Fatalf("update 3 holds %T once update 2 left, want a difference", evs[0].Prior)
+			}
+			if last.Prior != state.Prior(evs[0].Object) {
+				t.Fatalf("update 4 holds %T, want update 3's object", last.Prior)
+			}
+			sameObject(t, "update 3's previous state", decodedLease(t, "ns", "l", "u1", "b", 2), evs[0].Prev())
+		}
 	}
-	evs, _, _, _ := eventsSince(f.State(), 1)
-	if len(evs) != 2 {
-		t.Fatalf("%d events, want 2", len(evs))
+}
+
+// decodedLease is the stored form of leaseBytes at rv.
+func decodedLease(t *testing.T, ns, name, uid, holder string, rv uint64) *state.Object {
+	t.Helper()
+	f := newFSM(state.DefaultConfig())
+	obj, keep, err := f.unmarshal("leases", leaseBytes(t, ns, name, uid, holder))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if p, ok := evs[0].Prior.(*state.Object); !ok || !bytes.Equal(p.Data(), odd) {
-		t.Fatalf("the version with kept bytes is held as %T", evs[0].Prior)
+	obj.SetResourceVersion(fmt.Sprint(rv))
+	return state.NewObject("leases", rv, obj, keep)
+}
+
+// historyOf is every event f's history holds.
+func historyOf(f *FSM) []state.Event {
+	s := f.State().EventsSince(0)
+	if s.Expired {
+		s = f.State().EventsSince(s.Oldest)
 	}
-	if _, ok := evs[1].Prior.(*leasePrior); !ok {
-		t.Fatalf("a renewal of a plain version is held as %T, want a difference", evs[1].Prior)
-	}
+	return s.Events
 }

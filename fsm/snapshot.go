@@ -88,7 +88,7 @@ func (s *snapshot) write(w io.Writer) error {
 		return err
 	}
 	var err error
-	written := make(writtenVersions, len(s.objs))
+	written := make(map[*state.Object]uint64, len(s.objs))
 	copies := storedCopies{}
 	for _, o := range s.objs {
 		if rec, err = appendVersion(rec[:0], o, written, copies); err != nil {
@@ -106,11 +106,9 @@ func (s *snapshot) write(w io.Writer) error {
 		}
 		if e.Prior != nil {
 			rec = append(rec, 1)
-			// Most previous states are an earlier event's object: look
-			// for it before building it (see state.Prior).
-			if v, ok := written[e.Prior.PriorRV()]; ok {
-				rec = binary.AppendUvarint(rec, v.ordinal+1)
-			} else if rec, err = appendVersion(rec, e.Prev(), written, copies); err != nil {
+			// A previous state held as a difference is one no other
+			// event holds (state.Prior): it is rebuilt and written here.
+			if rec, err = appendVersion(rec, e.Prev(), written, copies); err != nil {
 				return err
 			}
 		} else {
@@ -132,27 +130,13 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// writtenVersions holds the ordinal of every version written, by RV: each
-// entry changes one object, so an RV names one version of one object,
-// whether it is the Object the state and the events share or a previous
-// state rebuilt from a difference (state.Prior). appendVersion checks it.
-type writtenVersions map[uint64]writtenVersion
-
-type writtenVersion struct {
-	ordinal uint64
-	o       *state.Object
-}
-
 // appendVersion appends a reference to o when written holds it, else o in
 // full, and adds it to written.
-func appendVersion(b []byte, o *state.Object, written writtenVersions, copies storedCopies) ([]byte, error) {
-	if v, ok := written[o.RV]; ok {
-		if v.o != o {
-			return b, fmt.Errorf("two versions at RV %d: %v and %v", o.RV, v.o.Key(), o.Key())
-		}
-		return binary.AppendUvarint(b, v.ordinal+1), nil
+func appendVersion(b []byte, o *state.Object, written map[*state.Object]uint64, copies storedCopies) ([]byte, error) {
+	if n, ok := written[o]; ok {
+		return binary.AppendUvarint(b, n+1), nil
 	}
-	written[o.RV] = writtenVersion{uint64(len(written)), o}
+	written[o] = uint64(len(written))
 	return appendObject(append(b, 0), o, copies)
 }
 
@@ -237,7 +221,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				// order, so a version shares with its predecessor
 				// before its successor shares with it.
 				shareUnchanged(e.Object, prev)
-				e.Prior = priorOf(e.Object, prev)
+				e.Prior = prev // the history compacts it (state.Prior)
 			}
 			events = append(events, e)
 		case recEnd:

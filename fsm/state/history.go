@@ -26,6 +26,10 @@ type Event struct {
 	// At is the leader's append time of the entry (unix nanoseconds), the
 	// same on every node; used only to age the history.
 	At int64
+
+	// replacedAt is the RV of the event in the history whose Prior is
+	// Object, 0 if there is none.
+	replacedAt uint64
 }
 
 // Prior is how an event holds the version its change replaced: that
@@ -35,10 +39,13 @@ type Event struct {
 // before its first change there, which nothing else holds once it has been
 // replaced: with 100,000 Leases each renewed once in the window, 100,000
 // Leases of 350 bytes whose renewal changed a time and the
-// resourceVersion. A Prior other than *Object must describe a version with
-// the same metadata as the event's object but for resourceVersion and
-// managedFields, so that selectors, which read names, namespaces and
-// labels, see both versions alike (PrevSelectable).
+// resourceVersion. So an event holds its previous state as the *Object
+// while the event that wrote it is in the history too, and as what the
+// store's PriorOf function makes of it once not (see History.compact). A
+// Prior other than *Object must describe a version with the same metadata
+// as the event's object but for resourceVersion and managedFields, so that
+// selectors, which read names, namespaces and labels, see both versions
+// alike (PrevSelectable).
 type Prior interface {
 	// PriorRV is the replaced version's RV.
 	PriorRV() uint64
@@ -89,6 +96,9 @@ type History struct {
 	// dropped is the RV of the newest event that fell out of the ring (0 if
 	// none): a watch from an RV below it cannot be served.
 	dropped uint64
+	// priorOf, if set, makes the Prior an event keeps for a previous
+	// state that nothing else in the history holds.
+	priorOf func(next, prev *Object) Prior
 }
 
 func newHistory(capacity int, maxAge time.Duration) *History {
@@ -100,6 +110,7 @@ func (h *History) append(evs []Event) {
 		if h.n == len(h.buf) {
 			h.dropOldest()
 		}
+		h.link(&e)
 		h.buf[(h.start+h.n)%len(h.buf)] = e
 		h.n++
 	}
@@ -112,10 +123,64 @@ func (h *History) append(evs []Event) {
 }
 
 func (h *History) dropOldest() {
-	h.dropped = h.buf[h.start].RV
+	old := h.buf[h.start]
+	h.dropped = old.RV
 	h.buf[h.start] = Event{}
 	h.start = (h.start + 1) % len(h.buf)
 	h.n--
+	if old.replacedAt == 0 {
+		return
+	}
+	if i, ok := h.index(old.replacedAt); ok {
+		if e := h.ref(i); e.Prior == Prior(old.Object) {
+			e.Prior = h.compact(e.Object, old.Object)
+		}
+	}
+}
+
+// link is called for e before it joins the history: when the event that
+// wrote e's previous state is in the history, that event keeps the state
+// and notes e as the one to compact it in once it leaves (dropOldest); else
+// e holds the state compacted at once.
+func (h *History) link(e *Event) {
+	prev, ok := e.Prior.(*Object)
+	if !ok {
+		return
+	}
+	if i, ok := h.index(prev.RV); ok && h.at(i).Object == prev {
+		h.ref(i).replacedAt = e.RV
+		return
+	}
+	e.Prior = h.compact(e.Object, prev)
+}
+
+// compact is how an event holds prev, the state its object replaced, when
+// no other event holds it.
+func (h *History) compact(next, prev *Object) Prior {
+	if h.priorOf == nil {
+		return prev
+	}
+	return h.priorOf(next, prev)
+}
+
+// index returns the position of the event at rv.
+func (h *History) index(rv uint64) (int, bool) {
+	i := h.after(rv - 1)
+	return i, i < h.n && h.at(i).RV == rv
+}
+
+// after returns the position of the first event with RV > rv.
+func (h *History) after(rv uint64) int {
+	lo, hi := 0, h.n
+	for lo < hi {
+		m := (lo + hi) / 2
+		if h.at(m).RV <= rv {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
 }
 
 func (h *History) reset(evs []Event, dropped uint64) {
@@ -127,6 +192,8 @@ func (h *History) reset(evs []Event, dropped uint64) {
 }
 
 func (h *History) at(i int) Event { return h.buf[(h.start+i)%len(h.buf)] }
+
+func (h *History) ref(i int) *Event { return &h.buf[(h.start+i)%len(h.buf)] }
 
 func (h *History) all() []Event {
 	out := make([]Event, h.n)
@@ -141,15 +208,7 @@ func (h *History) since(rv uint64) []Event { return h.appendSince(nil, rv) }
 
 // appendSince appends the events with RV > rv to dst.
 func (h *History) appendSince(dst []Event, rv uint64) []Event {
-	lo, hi := 0, h.n
-	for lo < hi {
-		m := (lo + hi) / 2
-		if h.at(m).RV <= rv {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
+	lo := h.after(rv)
 	dst = slices.Grow(dst, h.n-lo)
 	for i := lo; i < h.n; i++ {
 		dst = append(dst, h.at(i))

@@ -188,6 +188,15 @@ func New(cfg Config) *Store {
 	return s
 }
 
+// SetPriorOf sets how an event holds the state its change replaced once no
+// other event holds it (see Prior); before it, and for what priorOf returns
+// prev for, events hold the state itself. Call it before the first write.
+func (s *Store) SetPriorOf(priorOf func(next, prev *Object) Prior) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.history.priorOf = priorOf
+}
+
 // AppliedIndex is the index of the last log entry whose effects are visible
 // to readers.
 func (s *Store) AppliedIndex() uint64 {
@@ -414,19 +423,19 @@ func (s *Store) Begin() *Txn {
 func (t *Txn) Get(k Key) *Object { return t.root.get(k.id()) }
 
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
-func (t *Txn) Put(o *Object, prev Prior, appendedAt int64) {
+func (t *Txn) Put(o, prev *Object, appendedAt int64) {
 	t.root = t.root.insert(o.ID(), o)
-	typ := Added
+	e := Event{Type: Added, RV: o.RV, Object: o, At: appendedAt}
 	if prev != nil {
-		typ = Modified
+		e.Type, e.Prior = Modified, prev
 	}
 	t.changed = true
-	t.events = append(t.events, Event{Type: typ, RV: o.RV, Object: o, Prior: prev, At: appendedAt})
+	t.events = append(t.events, e)
 }
 
 // Delete removes the object; tombstone is its last state, prev, stamped
 // with the delete's index.
-func (t *Txn) Delete(tombstone *Object, prev Prior, appendedAt int64) {
+func (t *Txn) Delete(tombstone, prev *Object, appendedAt int64) {
 	var found bool
 	if t.root, found = t.root.remove(tombstone.ID()); !found {
 		panic(fmt.Sprintf("state: delete %s: not found", tombstone.Key()))

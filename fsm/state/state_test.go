@@ -41,10 +41,7 @@ func apply(s *Store, first uint64, ops ...op) {
 		idx := first + uint64(i)
 		switch {
 		case o.put != (Key{}):
-			var prev Prior // not a nil *Object: that is a Prior
-			if cur := t.Get(o.put); cur != nil {
-				prev = cur
-			}
+			prev := t.Get(o.put)
 			t.Put(obj(o.put, idx, o.data), prev, int64(idx))
 		case o.del != (Key{}):
 			prev := t.Get(o.del)
@@ -991,4 +988,79 @@ func TestObjectSize(t *testing.T) {
 	if size := unsafe.Sizeof(Object{}); size > 64 {
 		t.Errorf("Object is %d bytes, want at most 64", size)
 	}
+}
+
+// testPrior is a previous state held as its RV and data.
+type testPrior struct {
+	rv   uint64
+	data string
+}
+
+func (p testPrior) PriorRV() uint64 { return p.rv }
+
+func (p testPrior) Version(next *Object) *Object { return obj(next.Key(), p.rv, p.data) }
+
+// TestHistoryCompactsPriors: an event holds its previous state as the
+// object of the event that wrote it while that event is in the history,
+// and as what PriorOf makes of it from when that event leaves, or at once
+// when it has left already; after a Replace too.
+func TestHistoryCompactsPriors(t *testing.T) {
+	s := New(Config{HistoryEvents: 3})
+	s.SetPriorOf(func(next, prev *Object) Prior { return testPrior{prev.RV, string(prev.Data())} })
+	a, b := key("ns", "a"), key("ns", "b")
+	held := func(e Event) string {
+		switch p := e.Prior.(type) {
+		case nil:
+			return "-"
+		case *Object:
+			return fmt.Sprintf("obj%d", p.RV)
+		case testPrior:
+			return fmt.Sprintf("prior%d=%s", p.rv, p.data)
+		}
+		return fmt.Sprintf("%T", e.Prior)
+	}
+	check := func(what, want string) {
+		t.Helper()
+		since := s.EventsSince(0)
+		if since.Expired {
+			since = s.EventsSince(since.Oldest)
+		}
+		var got []string
+		for _, e := range since.Events {
+			got = append(got, fmt.Sprintf("%d:%s", e.RV, held(e)))
+			if p, ok := e.Prior.(*Object); ok {
+				if i, found := s.history.index(p.RV); !found || s.history.at(i).Object != p {
+					t.Errorf("%s: event %d holds object %d, which no event in the history holds", what, e.RV, p.RV)
+				}
+			}
+			if prev := e.Prev(); prev != nil && prev.RV != e.Prior.PriorRV() {
+				t.Errorf("%s: event %d: previous state at %d, prior says %d", what, e.RV, prev.RV, e.Prior.PriorRV())
+			}
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Fatalf("%s: history %q, want %q", what, g, want)
+		}
+	}
+
+	apply(s, 1, put(a, "a1"), put(a, "a2"))
+	check("a written twice", "1:- 2:obj1")
+	apply(s, 3, put(b, "b3"), put(b, "b4"))
+	check("1 left", "2:prior1=a1 3:- 4:obj3")
+	apply(s, 5, del(a))
+	check("2 left before a's delete joined", "3:- 4:obj3 5:prior2=a2")
+	apply(s, 6, put(b, "b6"))
+	check("3 left", "4:prior3=b3 5:prior2=a2 6:obj4")
+	if p := s.EventsSince(3).Events[0].Prev(); p.RV != 3 || string(p.Data()) != "b3" {
+		t.Fatalf("event 4's previous state rebuilt as %d %q", p.RV, p.Data())
+	}
+
+	// Replace links and compacts the same way.
+	x1, x2 := obj(a, 11, "x1"), obj(a, 12, "x2")
+	y0, y1 := obj(b, 9, "y0"), obj(b, 13, "y1")
+	s.Replace([]*Object{x2, y1}, []Event{
+		{Type: Added, RV: 11, Object: x1, At: 11},
+		{Type: Modified, RV: 12, Object: x2, Prior: x1, At: 12},
+		{Type: Modified, RV: 13, Object: y1, Prior: y0, At: 13},
+	}, 10, 13)
+	check("replaced", "11:- 12:obj11 13:prior9=y0")
 }
