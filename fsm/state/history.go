@@ -41,7 +41,8 @@ type Event struct {
 // Leases of 350 bytes whose renewal changed a time and the
 // resourceVersion. So an event holds its previous state as the *Object
 // while the event that wrote it is in the history too, and as what the
-// store's PriorOf function makes of it once not (see History.compact). A
+// function given to Store.SetPriorOf makes of it once not (History.link
+// and dropOldest). A
 // Prior other than *Object must describe a version with the same metadata
 // as the event's object but for resourceVersion and managedFields, so that
 // selectors, which read names, namespaces and labels, see both versions
