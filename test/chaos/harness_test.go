@@ -174,6 +174,11 @@ func newCluster(t *testing.T) *cluster {
 			"--initial-cluster", strings.Join(initial, ","),
 			"--raft-heartbeat-timeout", "1s",
 			"--snapshot-threshold", "256",
+			// A window of a minute or so of the run's writes: events
+			// leave it all the time, so watchers resume near its edge and
+			// the history compacts the states they replaced (in snapshots
+			// too), under every fault.
+			"--watch-history", "1000",
 		}
 	}
 	t.Cleanup(c.cleanup)
