@@ -123,25 +123,9 @@ func benchmarkPersist(b *testing.B, f *FSM) {
 // object of the one before (the make bench renew workloads leave this).
 func BenchmarkPersistRenewed(b *testing.B) {
 	f := newFSM(state.DefaultConfig())
-	const leases, renewals = 1000, 100
-	logs := make([]*raft.Log, 0, leases)
-	idx := uint64(0)
-	for r := range renewals + 1 {
-		for i := range leases {
-			name := fmt.Sprintf("lease-%06d", i)
-			typ := CmdUpdate
-			if r == 0 {
-				typ = CmdCreate
-			}
-			idx++
-			l := cmdLog(idx, &Command{Type: typ, Resource: "leases",
-				Object: managedLeaseBytes(b, "leasebench", name, "uid-"+name, fixedTime.Add(time.Duration(r)*time.Second))})
-			l.AppendedAt = fixedTime.Add(time.Duration(idx) * time.Millisecond)
-			logs = append(logs, l)
-		}
-		f.ApplyBatch(logs)
-		logs = logs[:0]
-	}
+	applyRounds(b, f, 1000, 101, func(name string, round int, _ uint64) []byte {
+		return managedLeaseBytes(b, "leasebench", name, "uid-"+name, fixedTime.Add(time.Duration(round)*time.Second))
+	})
 	if _, events, _, _ := f.State().Dump(); len(events) < 100000 {
 		b.Fatalf("history holds %d events", len(events))
 	}
@@ -176,26 +160,9 @@ func BenchmarkRenewedHeap100k(b *testing.B) {
 	var perLease float64
 	for range b.N {
 		f := newFSM(state.DefaultConfig())
-		logs := make([]*raft.Log, 0, 1000)
-		idx := uint64(0)
-		for round := range 2 {
-			for i := range n {
-				name := fmt.Sprintf("lease-%06d", i)
-				typ := CmdCreate
-				if round == 1 {
-					typ = CmdUpdate
-				}
-				idx++
-				l := cmdLog(idx, &Command{Type: typ, Resource: "leases",
-					Object: version(name, time.Duration(idx)*time.Millisecond)})
-				l.AppendedAt = fixedTime.Add(time.Duration(idx) * time.Millisecond)
-				logs = append(logs, l)
-				if len(logs) == cap(logs) {
-					f.ApplyBatch(logs)
-					logs = logs[:0]
-				}
-			}
-		}
+		applyRounds(b, f, n, 2, func(name string, _ int, idx uint64) []byte {
+			return version(name, time.Duration(idx)*time.Millisecond)
+		})
 		if evs := f.State().EventsSince(n).Events; len(evs) != n || evs[0].Type != state.Modified {
 			b.Fatalf("history holds %d events after the creations", len(evs))
 		}
@@ -207,6 +174,33 @@ func BenchmarkRenewedHeap100k(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(perLease, "heap-B/lease")
+}
+
+// applyRounds applies to f, a round at a time, the creation of n Leases
+// (round 0) and then their updates, each Lease's bytes given by version;
+// entry idx was appended idx milliseconds after fixedTime, and a thousand
+// entries make a batch.
+func applyRounds(b *testing.B, f *FSM, n, rounds int, version func(name string, round int, idx uint64) []byte) {
+	logs := make([]*raft.Log, 0, 1000)
+	idx := uint64(0)
+	for round := range rounds {
+		for i := range n {
+			name := fmt.Sprintf("lease-%06d", i)
+			typ := CmdUpdate
+			if round == 0 {
+				typ = CmdCreate
+			}
+			idx++
+			l := cmdLog(idx, &Command{Type: typ, Resource: "leases", Object: version(name, round, idx)})
+			l.AppendedAt = fixedTime.Add(time.Duration(idx) * time.Millisecond)
+			logs = append(logs, l)
+			if len(logs) == cap(logs) {
+				f.ApplyBatch(logs)
+				logs = logs[:0]
+			}
+		}
+	}
+	f.ApplyBatch(logs)
 }
 
 // heapAlloc is the heap in use after a full collection.

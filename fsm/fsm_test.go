@@ -1235,7 +1235,7 @@ func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 		distinct[version{e.Object.Key(), e.RV}] = true
 		mentions++
 		if e.Prior != nil {
-			distinct[version{e.Object.Key(), e.Prior.PriorRV()}] = true
+			distinct[version{e.Object.Key(), e.Prev().RV}] = true
 			mentions++
 		}
 	}

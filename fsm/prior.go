@@ -43,8 +43,6 @@ type leasePrior struct {
 	managedFields []metav1.ManagedFieldsEntry
 }
 
-func (p *leasePrior) PriorRV() uint64 { return p.rv }
-
 func (p *leasePrior) Version(next *state.Object) *state.Object {
 	l := *next.Obj.(*coordinationv1.Lease) // shares what stored objects never mutate
 	l.ResourceVersion = strconv.FormatUint(p.rv, 10)

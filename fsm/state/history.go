@@ -48,15 +48,10 @@ type Event struct {
 // selectors, which read names, namespaces and labels, see both versions
 // alike (PrevSelectable).
 type Prior interface {
-	// PriorRV is the replaced version's RV.
-	PriorRV() uint64
 	// Version returns the replaced version, given the version that
 	// replaced it.
 	Version(next *Object) *Object
 }
-
-// PriorRV makes an Object its own Prior.
-func (o *Object) PriorRV() uint64 { return o.RV }
 
 // Version makes an Object its own Prior.
 func (o *Object) Version(*Object) *Object { return o }
