@@ -132,13 +132,13 @@ func BenchmarkPersistRenewed(b *testing.B) {
 	benchmarkPersist(b, f)
 }
 
-// BenchmarkRenewedHeap100k measures the heap a node holds for 100,000
-// Leases each renewed once since its creation, as client-go renews (new
-// renewTime, new managedFields time): the history then holds renewals only,
-// and every Lease's version from before them. This is the steady state of a
-// cluster whose Leases are all renewed within the history's window.
-func BenchmarkRenewedHeap100k(b *testing.B) {
-	const n = 100000
+// renewedOnce is an FSM in which n Leases were created and then each
+// renewed once, as client-go renews (new renewTime, new managedFields
+// time): with n at the history's 100,000 events, the history holds
+// renewals only, and every Lease's version from before them. This is the
+// steady state of a cluster whose Leases are all renewed within the
+// history's window.
+func renewedOnce(b *testing.B, n int) *FSM {
 	version := func(name string, renewed time.Duration) []byte {
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "leasebench", Name: name, UID: types.UID("uid-" + name),
@@ -156,16 +156,24 @@ func BenchmarkRenewedHeap100k(b *testing.B) {
 		}
 		return data
 	}
+	f := newFSM(state.DefaultConfig())
+	applyRounds(b, f, n, 2, func(name string, _ int, idx uint64) []byte {
+		return version(name, time.Duration(idx)*time.Millisecond)
+	})
+	if evs := f.State().EventsSince(uint64(n)).Events; len(evs) != n || evs[0].Type != state.Modified {
+		b.Fatalf("history holds %d events after the creations", len(evs))
+	}
+	return f
+}
+
+// BenchmarkRenewedHeap100k measures the heap a node holds for 100,000
+// Leases each renewed once (renewedOnce).
+func BenchmarkRenewedHeap100k(b *testing.B) {
+	const n = 100000
 	b.ReportAllocs()
 	var perLease float64
 	for range b.N {
-		f := newFSM(state.DefaultConfig())
-		applyRounds(b, f, n, 2, func(name string, _ int, idx uint64) []byte {
-			return version(name, time.Duration(idx)*time.Millisecond)
-		})
-		if evs := f.State().EventsSince(n).Events; len(evs) != n || evs[0].Type != state.Modified {
-			b.Fatalf("history holds %d events after the creations", len(evs))
-		}
+		f := renewedOnce(b, n)
 		b.StopTimer()
 		with := heapAlloc()
 		runtime.KeepAlive(f)
@@ -174,6 +182,18 @@ func BenchmarkRenewedHeap100k(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(perLease, "heap-B/lease")
+}
+
+// BenchmarkRestoreRenewed100k restores a snapshot of 100,000 Leases each
+// renewed once (renewedOnce), as a node restarted in that steady state
+// does: every event's previous state is read in full and compacted again.
+func BenchmarkRestoreRenewed100k(b *testing.B) {
+	data := persist(b, renewedOnce(b, 100000))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		restoreFrom(b, newFSM(state.DefaultConfig()), data)
+	}
 }
 
 // applyRounds applies to f, a round at a time, the creation of n Leases

@@ -90,7 +90,7 @@ func New(st *state.Store, types Types, logger hclog.Logger) *FSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	st.SetPriorOf(priorOf)
+	st.SetPriorOf(new(priors).of)
 	return &FSM{state: st, types: types, logger: logger, copies: storedCopies{}}
 }
 

@@ -90,7 +90,7 @@ func TestPriorRebuildsThePreviousVersion(t *testing.T) {
 		prev := decoded(base, uint64(10*i+1))
 		n := decoded(next, uint64(10*i+5))
 		shareUnchanged(n, prev)
-		prior := priorOf(n, prev)
+		prior := new(priors).of(n, prev)
 		_, isDiff := prior.(*leasePrior)
 		if isDiff != (len(metaChanged) == 0) {
 			t.Fatalf("pair %d (metadata changed: %v): held as %T", i, metaChanged, prior)
