@@ -24,7 +24,7 @@ type priors struct {
 // equal (shareUnchanged), so the spec it keeps shares them too.
 func (ps *priors) of(next, prev *state.Object) state.Prior {
 	n, ok := next.Obj.(*coordinationv1.Lease)
-	if !ok || prev.Data() != nil || next.Resource != prev.Resource {
+	if !ok || prev.Data() != nil {
 		return prev
 	}
 	p, ok := prev.Obj.(*coordinationv1.Lease)

@@ -204,8 +204,8 @@ for i in 1 2 3; do
 done
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 # Renewed for as long as Leases are: until the watch history (its default
-# 100,000 events) holds only renewals, each keeping the version it
-# replaced. Renewals are counted from leasebench's rates (a run's setup
+# 100,000 events) holds only renewals, each holding the version it
+# replaced (as its difference, once the event that wrote it has left). Renewals are counted from leasebench's rates (a run's setup
 # writes too, but not into the history: its creates find the Leases there),
 # the 10 s run above included, in 15 s steps.
 echo "   renewed until the watch history (100000 events) holds only renewals:"
