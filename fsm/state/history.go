@@ -1,6 +1,8 @@
 package state
 
 import (
+	"cmp"
+	"fmt"
 	"slices"
 	"time"
 )
@@ -20,6 +22,8 @@ type Event struct {
 	Type EventType
 	RV   uint64
 	// Object is the new state; for Deleted, the last state stamped with RV.
+	// Readers always get it; the history itself holds none for an event
+	// whose object was replaced and compacted (see compactObject).
 	Object *Object
 	// Prior is the state before the change (nil for Added); see Prev.
 	Prior Prior
@@ -40,9 +44,9 @@ type Event struct {
 // replaced: with 100,000 Leases each renewed once in the window, 100,000
 // Leases of 350 bytes whose renewal changed a time and the
 // resourceVersion. So an event holds its previous state as the *Object
-// while the event that wrote it is in the history too, and as what the
-// function given to Store.SetPriorOf makes of it once not (History.link
-// and dropOldest). A
+// while the event that wrote it is in the history too and among its
+// recent events, and as what the function given to Store.SetPriorOf makes
+// of it once not (History.link, compactObject and dropOldest). A
 // Prior other than *Object must describe a version with the same metadata
 // as the event's object but for resourceVersion and managedFields, so that
 // selectors, which read names, namespaces and labels, see both versions
@@ -95,10 +99,18 @@ type History struct {
 	// priorOf, if set, makes the Prior an event keeps for a previous
 	// state that nothing else in the history holds.
 	priorOf func(next, prev *Object) Prior
+	// recent is how many of the newest events keep their objects whole
+	// once replaced (see compactObject).
+	recent int
 }
 
+// recentEvents bounds History.recent: the events watchers read as they
+// come (within a flush interval, a few hundred at most) are sent from
+// objects every watcher shares, encoded once.
+const recentEvents = 4096
+
 func newHistory(capacity int, maxAge time.Duration) *History {
-	return &History{buf: make([]Event, capacity), maxAge: int64(maxAge)}
+	return &History{buf: make([]Event, capacity), maxAge: int64(maxAge), recent: min(recentEvents, capacity/8)}
 }
 
 func (h *History) append(evs []Event) {
@@ -106,9 +118,15 @@ func (h *History) append(evs []Event) {
 		if h.n == len(h.buf) {
 			h.dropOldest()
 		}
-		h.link(&e)
+		linked := h.link(&e)
 		h.buf[(h.start+h.n)%len(h.buf)] = e
 		h.n++
+		if linked >= 0 && linked < h.n-h.recent {
+			h.compactObject(linked)
+		}
+		if i := h.n - 1 - h.recent; i >= 0 {
+			h.compactObject(i)
+		}
 	}
 	if h.maxAge > 0 && len(evs) > 0 {
 		newest := evs[len(evs)-1].At
@@ -128,7 +146,9 @@ func (h *History) dropOldest() {
 		return
 	}
 	if i, ok := h.index(old.replacedAt); ok {
-		if e := h.ref(i); e.Prior == Prior(old.Object) {
+		// An event without its object holds what compactObject could not
+		// compact: whole either way.
+		if e := h.ref(i); e.Prior == Prior(old.Object) && e.Object != nil {
 			e.Prior = h.compact(e.Object, old.Object)
 		}
 	}
@@ -136,18 +156,72 @@ func (h *History) dropOldest() {
 
 // link is called for e before it joins the history: when the event that
 // wrote e's previous state is in the history, that event keeps the state
-// and notes e as the one to compact it in once it leaves (dropOldest); else
-// e holds the state compacted at once.
-func (h *History) link(e *Event) {
+// and notes e as the one to compact it in once it leaves (dropOldest), and
+// link returns its position; else e holds the state compacted at once, and
+// link returns -1.
+func (h *History) link(e *Event) int {
 	prev, ok := e.Prior.(*Object)
 	if !ok {
-		return
+		return -1
 	}
 	if i, ok := h.index(prev.RV); ok && h.at(i).Object == prev {
 		h.ref(i).replacedAt = e.RV
-		return
+		return i
 	}
 	e.Prior = h.compact(e.Object, prev)
+	return -1
+}
+
+// compactObject compacts the object of the event at position i once a
+// newer event replaced it and i is no longer among the recent events:
+// the newer event holds it as what priorOf makes of it, and the event
+// itself holds no object, rebuilt from the newer one when read (see
+// materialize). A Lease renewed twice in the window would otherwise be
+// held whole twice; with 100,000 Leases under renewals, a third of the
+// history's events hold a version a newer one replaced.
+func (h *History) compactObject(i int) {
+	e := h.ref(i)
+	if e.replacedAt == 0 || e.Object == nil || h.priorOf == nil {
+		return
+	}
+	j, ok := h.index(e.replacedAt)
+	if !ok {
+		return
+	}
+	next := h.ref(j)
+	if next.Prior != Prior(e.Object) || next.Object == nil {
+		return
+	}
+	p := h.priorOf(next.Object, e.Object)
+	if _, whole := p.(*Object); whole {
+		return
+	}
+	next.Prior = p
+	e.Object = nil
+}
+
+// materialize gives back the objects compactObject took from evs, a run
+// of consecutive events of the history ending with its newest: the object
+// of an event without one is the previous state of the event at its
+// replacedAt, which is newer, so later in evs. Going from the newest down,
+// that event has its object by then. The event at replacedAt is given the
+// rebuilt version as its Prior too, so that both hold one *Object, as
+// they would have had it not been compacted. Callers run it outside
+// Store.mu: the events are copies, and what they point at is immutable.
+func materialize(evs []Event) {
+	for i := len(evs) - 1; i >= 0; i-- {
+		e := &evs[i]
+		if e.Object != nil {
+			continue
+		}
+		j, found := slices.BinarySearchFunc(evs[i+1:], e.replacedAt, func(e Event, rv uint64) int { return cmp.Compare(e.RV, rv) })
+		if !found {
+			panic(fmt.Sprintf("state: event %d holds no object and its successor %d is not in the history", e.RV, e.replacedAt))
+		}
+		next := &evs[i+1+j]
+		e.Object = next.Prev()
+		next.Prior = e.Object
+	}
 }
 
 // compact is how an event holds prev, the state its object replaced, when
@@ -234,13 +308,15 @@ func (s *Store) EventsSince(rv uint64) Since { return s.AppendEventsSince(nil, r
 // reader that reuses one buffer (a watcher, many times a second).
 func (s *Store) AppendEventsSince(dst []Event, rv uint64) Since {
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := Since{Applied: s.applied, Oldest: s.history.dropped, Generation: s.generation}
 	if rv < s.history.dropped {
+		s.mu.RUnlock()
 		out.Expired = true
 		return out
 	}
 	out.Events = s.history.appendSince(dst, rv)
+	s.mu.RUnlock()
+	materialize(out.Events[len(dst):])
 	return out
 }
 

@@ -275,6 +275,7 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 	later := s.history.since(idx)
 	root := s.published // undone into copies of its paths
 	s.mu.RUnlock()
+	materialize(later)
 
 	for i := len(later) - 1; i >= 0; i-- {
 		e := later[i]
@@ -506,6 +507,7 @@ func (s *Store) Dump() (objs []*Object, events []Event, dropped, applied uint64)
 	events = s.history.all()
 	dropped = s.history.dropped
 	s.mu.RUnlock()
+	materialize(events)
 	root.ascend("", func(o *Object) bool { objs = append(objs, o); return true })
 	return objs, events, dropped, applied
 }

@@ -1005,6 +1005,7 @@ func (p testPrior) Version(next *Object) *Object { return obj(next.Key(), p.rv, 
 func TestHistoryCompactsPriors(t *testing.T) {
 	s := New(Config{HistoryEvents: 3})
 	s.SetPriorOf(func(next, prev *Object) Prior { return testPrior{prev.RV, string(prev.Data())} })
+	s.history.recent = 3 // every event keeps its object (TestHistoryCompactsObjects)
 	a, b := key("ns", "a"), key("ns", "b")
 	held := func(e Event) string {
 		switch p := e.Prior.(type) {
@@ -1058,4 +1059,109 @@ func TestHistoryCompactsPriors(t *testing.T) {
 		{Type: Modified, RV: 13, Object: y1, Prior: y0, At: 13},
 	}, 10, 13)
 	check("replaced", "11:- 12:obj11 13:prior9=y0")
+}
+
+// TestHistoryCompactsObjects: once an event is past the recent ones and a
+// newer event replaced its object, the newer event holds that version as
+// what PriorOf makes of it and the older event holds none; every reader
+// (watch events, exact-version views, a snapshot's dump, a Replace from it)
+// gets it back whole, as one *Object shared by the two events.
+func TestHistoryCompactsObjects(t *testing.T) {
+	s := New(Config{HistoryEvents: 8})
+	s.SetPriorOf(func(next, prev *Object) Prior { return testPrior{prev.RV, string(prev.Data())} })
+	s.history.recent = 3
+	a, b := key("ns", "a"), key("ns", "b")
+	// held lists the events as the history holds them: "-" for an event
+	// without its object.
+	held := func() string {
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		var out []string
+		for i := range s.history.n {
+			e := s.history.at(i)
+			o := "-"
+			if e.Object != nil {
+				o = string(e.Object.Data())
+			}
+			p := "-"
+			switch pr := e.Prior.(type) {
+			case *Object:
+				p = fmt.Sprintf("obj%d", pr.RV)
+			case testPrior:
+				p = fmt.Sprintf("prior%d", pr.rv)
+			}
+			out = append(out, fmt.Sprintf("%d:%s:%s", e.RV, o, p))
+		}
+		return strings.Join(out, " ")
+	}
+	// read checks what readers get: every event with its object, and the
+	// previous state of each the very object of the event that wrote it.
+	read := func(what string, evs []Event) string {
+		t.Helper()
+		byRV := map[uint64]*Object{}
+		var out []string
+		for _, e := range evs {
+			if e.Object == nil || e.Object.RV != e.RV {
+				t.Fatalf("%s: event %d read with object %v", what, e.RV, e.Object)
+			}
+			byRV[e.RV] = e.Object
+			if p, ok := e.Prior.(*Object); ok && byRV[p.RV] != nil && byRV[p.RV] != p {
+				t.Fatalf("%s: event %d's previous state is not event %d's object", what, e.RV, p.RV)
+			}
+			out = append(out, fmt.Sprintf("%d=%s", e.RV, e.Object.Data()))
+		}
+		return strings.Join(out, " ")
+	}
+
+	apply(s, 1, put(a, "a1"), put(a, "a2"), put(b, "b3"))
+	if got, want := held(), "1:a1:- 2:a2:obj1 3:b3:-"; got != want {
+		t.Fatalf("event 1 among the recent ones: %q, want %q", got, want)
+	}
+	apply(s, 4, put(b, "b4"))
+	if got, want := held(), "1:-:- 2:a2:prior1 3:b3:- 4:b4:obj3"; got != want {
+		t.Fatalf("event 1 past the recent ones: %q, want %q", got, want)
+	}
+	apply(s, 5, put(a, "a5"))
+	if got, want := held(), "1:-:- 2:-:prior1 3:b3:- 4:b4:obj3 5:a5:prior2"; got != want {
+		t.Fatalf("event 2 replaced when past the recent ones: %q, want %q", got, want)
+	}
+	apply(s, 6, del(b))
+	if got, want := held(), "1:-:- 2:-:prior1 3:-:- 4:b4:prior3 5:a5:prior2 6:b4:obj4"; got != want {
+		t.Fatalf("event 3 past the recent ones: %q, want %q", got, want)
+	}
+	all := "1=a1 2=a2 3=b3 4=b4 5=a5 6=b4"
+	if got := read("EventsSince(0)", s.EventsSince(0).Events); got != all {
+		t.Fatalf("EventsSince(0): %q, want %q", got, all)
+	}
+	if got := read("EventsSince(2)", s.EventsSince(2).Events); got != "3=b3 4=b4 5=a5 6=b4" {
+		t.Fatalf("EventsSince(2): %q", got)
+	}
+	for idx, want := range map[uint64]string{1: "ns/a@1=a1", 2: "ns/a@2=a2", 3: "ns/a@2=a2 ns/b@3=b3", 5: "ns/a@5=a5 ns/b@4=b4", 6: "ns/a@5=a5"} {
+		sn, ok := s.SnapshotAt(idx)
+		if !ok {
+			t.Fatalf("no view at %d", idx)
+		}
+		if got := contents(sn, "leases", "", nil); got != want {
+			t.Fatalf("view at %d: %q, want %q", idx, got, want)
+		}
+	}
+
+	objs, events, dropped, applied := s.Dump()
+	if got := read("Dump", events); got != all {
+		t.Fatalf("Dump: %q, want %q", got, all)
+	}
+	before := held()
+	s.Replace(objs, events, dropped, applied)
+	if got := held(); got != before {
+		t.Fatalf("after Replace from the dump: %q, want %q as before", got, before)
+	}
+	if got := read("after Replace", s.EventsSince(0).Events); got != all {
+		t.Fatalf("after Replace: %q, want %q", got, all)
+	}
+
+	// Events leaving the ring leave the rest readable.
+	apply(s, 7, put(a, "a7"), put(a, "a8"), put(a, "a9"))
+	if got := read("after the ring turned", s.EventsSince(s.EventsSince(0).Oldest).Events); got != "2=a2 3=b3 4=b4 5=a5 6=b4 7=a7 8=a8 9=a9" {
+		t.Fatalf("after the ring turned: %q", got)
+	}
 }
