@@ -172,37 +172,26 @@ func renewed(b *testing.B, n, times int) *FSM {
 
 // BenchmarkRenewedHeap100k measures the heap a node holds for 100,000
 // Leases each renewed once (renewedOnce).
-func BenchmarkRenewedHeap100k(b *testing.B) {
-	const n = 100000
-	b.ReportAllocs()
-	var perLease float64
-	for range b.N {
-		f := renewedOnce(b, n)
-		b.StopTimer()
-		with := heapAlloc()
-		runtime.KeepAlive(f)
-		f = nil
-		perLease = float64(with-heapAlloc()) / n
-		b.StartTimer()
-	}
-	b.ReportMetric(perLease, "heap-B/lease")
-}
+func BenchmarkRenewedHeap100k(b *testing.B) { benchmarkRenewedHeap(b, 100000, 1) }
 
 // BenchmarkRenewedTwiceHeap50k measures the heap a node holds for 50,000
 // Leases each renewed twice within the history's window, as Leases renewed
 // more often than the window turns over are: each Lease's first renewal
 // is a version the second replaced.
-func BenchmarkRenewedTwiceHeap50k(b *testing.B) {
-	const n = 50000
+func BenchmarkRenewedTwiceHeap50k(b *testing.B) { benchmarkRenewedHeap(b, 50000, 2) }
+
+// benchmarkRenewedHeap reports the heap held per Lease by n Leases renewed
+// the given number of times (renewed).
+func benchmarkRenewedHeap(b *testing.B, n, times int) {
 	b.ReportAllocs()
 	var perLease float64
 	for range b.N {
-		f := renewed(b, n, 2)
+		f := renewed(b, n, times)
 		b.StopTimer()
 		with := heapAlloc()
 		runtime.KeepAlive(f)
 		f = nil
-		perLease = float64(with-heapAlloc()) / n
+		perLease = float64(with-heapAlloc()) / float64(n)
 		b.StartTimer()
 	}
 	b.ReportMetric(perLease, "heap-B/lease")
