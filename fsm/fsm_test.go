@@ -904,7 +904,8 @@ func summarize(v interface{}) string {
 // of the newest event dropped from it.
 func canonicalDump(t testing.TB, f *FSM) []byte {
 	t.Helper()
-	objs, events, dropped, applied := f.State().Dump()
+	objs, history, dropped, applied := f.State().Dump()
+	events := history.Events()
 	var b bytes.Buffer
 	obj := func(o *state.Object) {
 		if o == nil {
@@ -965,8 +966,8 @@ func TestDeterminism(t *testing.T) {
 		resA = append(resA, summarize(a.Apply(l)))
 		_, evs, dropped, _ := a.State().Dump()
 		if dropped > 0 {
-			byCount = byCount || len(evs) == cfg.HistoryEvents
-			byAge = byAge || len(evs) < cfg.HistoryEvents/2
+			byCount = byCount || evs.Len() == cfg.HistoryEvents
+			byAge = byAge || evs.Len() < cfg.HistoryEvents/2
 		}
 	}
 	if !byCount || !byAge {
@@ -1225,7 +1226,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 	f := newFSM(state.DefaultConfig())
 	populate(t, f)
-	objs, events, _, _ := f.State().Dump()
+	objs, history, _, _ := f.State().Dump()
+	events := history.Events()
 	distinct := map[version]bool{}
 	mentions := len(objs)
 	for _, o := range objs {
@@ -1282,26 +1284,29 @@ func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 	}
 }
 
-// TestRestoreFormat1 restores a snapshot written in format 1 (every mention
-// of a version in full) by the previous release from populate's history: a
-// node upgraded in place must read the snapshot it has on disk.
-func TestRestoreFormat1(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "snapshots", "populate-v1.bin"))
-	if err != nil {
-		t.Fatal(err)
+// TestRestoreEarlierFormats restores snapshots of populate's history
+// written by earlier releases: format 1 (every mention of a version in
+// full) and format 2 (events oldest first): a node upgraded in place must
+// read the snapshot it has on disk.
+func TestRestoreEarlierFormats(t *testing.T) {
+	for format, file := range map[byte]string{1: "populate-v1.bin", 2: "populate-v2.bin"} {
+		data, err := os.ReadFile(filepath.Join("testdata", "snapshots", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(data, []byte(snapMagic+string(rune(format)))) {
+			t.Fatalf("golden snapshot %s starts %q", file, data[:min(len(data), 8)])
+		}
+		src := newFSM(state.DefaultConfig())
+		populate(t, src)
+		dst := newFSM(state.DefaultConfig())
+		restoreFrom(t, dst, data)
+		requireSameDump(t, file+" restored", canonicalDump(t, src), canonicalDump(t, dst))
+		// Written again, it is the current format and restores the same.
+		again := newFSM(state.DefaultConfig())
+		restoreFrom(t, again, persist(t, dst))
+		requireSameDump(t, file+" restored, written and restored", canonicalDump(t, src), canonicalDump(t, again))
 	}
-	if !bytes.HasPrefix(data, []byte(snapMagic+"\x01")) {
-		t.Fatalf("golden snapshot starts %q", data[:min(len(data), 8)])
-	}
-	src := newFSM(state.DefaultConfig())
-	populate(t, src)
-	dst := newFSM(state.DefaultConfig())
-	restoreFrom(t, dst, data)
-	requireSameDump(t, "format 1 restored", canonicalDump(t, src), canonicalDump(t, dst))
-	// Written again, it is the current format and restores the same.
-	again := newFSM(state.DefaultConfig())
-	restoreFrom(t, again, persist(t, dst))
-	requireSameDump(t, "format 1 restored, written and restored", canonicalDump(t, src), canonicalDump(t, again))
 }
 
 func sameObject(t *testing.T, what string, want, got *state.Object) {

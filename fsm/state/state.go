@@ -500,16 +500,15 @@ func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64)
 // Dump returns every object and the retained history (with the RV of the
 // newest event already dropped from it) at one applied index, for a Raft
 // snapshot.
-func (s *Store) Dump() (objs []*Object, events []Event, dropped, applied uint64) {
+func (s *Store) Dump() (objs []*Object, history *HistoryDump, dropped, applied uint64) {
 	s.mu.RLock()
 	root := s.published
 	applied = s.applied
-	events = s.history.all()
+	history = &HistoryDump{evs: s.history.all()}
 	dropped = s.history.dropped
 	s.mu.RUnlock()
-	materialize(events)
 	root.ascend("", func(o *Object) bool { objs = append(objs, o); return true })
-	return objs, events, dropped, applied
+	return objs, history, dropped, applied
 }
 
 // snapRing keeps the read views of the last n commits, oldest first.

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -772,8 +775,8 @@ func TestReplace(t *testing.T) {
 		t.Fatalf("EventsSince(3) ok=%v oldest=%d: old history survived the replace", ok, oldest)
 	}
 	objs, evs, dropped, applied := s.Dump()
-	if len(objs) != 2 || objs[0] != n1 || objs[1] != n2 || len(evs) != 3 || dropped != 88 || applied != 100 {
-		t.Fatalf("Dump: %d objects %d events dropped %d applied %d", len(objs), len(evs), dropped, applied)
+	if len(objs) != 2 || objs[0] != n1 || objs[1] != n2 || evs.Len() != 3 || dropped != 88 || applied != 100 {
+		t.Fatalf("Dump: %d objects %d events dropped %d applied %d", len(objs), evs.Len(), dropped, applied)
 	}
 
 	// The store goes on from the replaced state; commits keep the
@@ -876,7 +879,8 @@ func TestReplaceIsAtomic(t *testing.T) {
 					return
 				}
 				// Dump: all four values from one state.
-				objs, devs, dropped, dapplied := s.Dump()
+				objs, history, dropped, dapplied := s.Dump()
+				devs := history.Events()
 				w = byApplied[dapplied]
 				if len(objs) != 3 || objs[0] != w.objs[0] || len(devs) != 3 || devs[2].Object != w.objs[2] || dropped != w.dropped {
 					errs <- fmt.Errorf("Dump at applied %d mixes states", dapplied)
@@ -1146,9 +1150,19 @@ func TestHistoryCompactsObjects(t *testing.T) {
 		}
 	}
 
-	objs, events, dropped, applied := s.Dump()
+	objs, history, dropped, applied := s.Dump()
+	events := history.Events()
 	if got := read("Dump", events); got != all {
 		t.Fatalf("Dump: %q, want %q", got, all)
+	}
+	_, history, _, _ = s.Dump()
+	var newest []Event
+	if err := history.NewestFirst(func(e Event) error { newest = append(newest, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(newest)
+	if got := read("Dump newest first", newest); got != all {
+		t.Fatalf("Dump newest first, reversed: %q, want %q", got, all)
 	}
 	before := held()
 	s.Replace(objs, events, dropped, applied)
@@ -1163,5 +1177,60 @@ func TestHistoryCompactsObjects(t *testing.T) {
 	apply(s, 7, put(a, "a7"), put(a, "a8"), put(a, "a9"))
 	if got := read("after the ring turned", s.EventsSince(s.EventsSince(0).Oldest).Events); got != "2=a2 3=b3 4=b4 5=a5 6=b4 7=a7 8=a8 9=a9" {
 		t.Fatalf("after the ring turned: %q", got)
+	}
+}
+
+// TestNewestFirstReleasesRebuiltVersions: walking a dump newest first, a
+// version rebuilt for a compacted event can be collected once the event
+// that wrote it has been given, before the walk ends, so that a snapshot
+// does not hold every rebuilt version at once.
+func TestNewestFirstReleasesRebuiltVersions(t *testing.T) {
+	const keys, rounds = 50, 40
+	s := New(Config{HistoryEvents: keys * rounds})
+	s.SetPriorOf(func(next, prev *Object) Prior { return testPrior{prev.RV, string(prev.Data())} })
+	s.history.recent = keys
+	for r := range rounds {
+		ops := make([]op, keys)
+		for k := range ops {
+			ops[k] = put(key("ns", fmt.Sprint(k)), fmt.Sprintf("%d-%d", k, r))
+		}
+		apply(s, uint64(1+r*keys), ops...)
+	}
+	held := map[*Object]bool{}
+	s.mu.RLock()
+	for i := range s.history.n {
+		held[s.history.at(i).Object] = true
+	}
+	s.mu.RUnlock()
+
+	_, history, _, _ := s.Dump()
+	total := history.Len()
+	var given, rebuilt int
+	var collected atomic.Int64
+	err := history.NewestFirst(func(e Event) error {
+		given++
+		if !held[e.Object] {
+			rebuilt++
+			runtime.SetFinalizer(e.Object, func(*Object) { collected.Add(1) })
+		}
+		if given < total {
+			return nil
+		}
+		// The oldest event: every rebuilt version but the one each key
+		// still waits to give is unreachable by now.
+		for range 50 {
+			if collected.Load() >= int64(rebuilt-keys) {
+				break
+			}
+			runtime.GC()
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rebuilt < keys*(rounds-2) || collected.Load() < int64(rebuilt-keys) {
+		t.Fatalf("%d versions rebuilt, %d collected before the walk ended", rebuilt, collected.Load())
 	}
 }
