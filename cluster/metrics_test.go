@@ -76,8 +76,19 @@ func TestRaftMetricsBridge(t *testing.T) {
 		}
 		return true
 	})
-	if mf := mfs["leasehold_raft_boltdb_storeLogs"]; mf.GetType() != dto.MetricType_SUMMARY || mf.Metric[0].GetSummary().GetSampleCount() == 0 {
-		t.Errorf("boltdb storeLogs: want a summary with samples, got %v", mf)
+	// Timings are histograms in milliseconds, with and without labels.
+	for _, name := range []string{"leasehold_raft_boltdb_storeLogs", "leasehold_raft_commitTime", "leasehold_raft_replication_appendEntries_rpc"} {
+		mf := mfs[name]
+		if mf.GetType() != dto.MetricType_HISTOGRAM || mf.Metric[0].GetHistogram().GetSampleCount() == 0 {
+			t.Errorf("%s: want a histogram with samples, got %v", name, mf)
+			continue
+		}
+		if h := mf.Metric[0].GetHistogram(); len(h.Bucket) != len(sampleBuckets) || h.GetSampleSum() <= 0 {
+			t.Errorf("%s: %d buckets, sum %v", name, len(h.Bucket), h.GetSampleSum())
+		}
+	}
+	if l := mfs["leasehold_raft_replication_appendEntries_rpc"].Metric[0].Label; len(l) != 1 || l[0].GetName() != "peer_id" {
+		t.Errorf("appendEntries_rpc labels %v, want peer_id", l)
 	}
 	if got := mfs["leasehold_read_index_duration_seconds"].Metric[0].GetHistogram().GetSampleCount(); got == 0 {
 		t.Errorf("read index histogram has no samples")
