@@ -214,14 +214,20 @@ func materialize(evs []Event) {
 		if e.Object != nil {
 			continue
 		}
-		j, found := slices.BinarySearchFunc(evs[i+1:], e.replacedAt, func(e Event, rv uint64) int { return cmp.Compare(e.RV, rv) })
-		if !found {
-			panic(fmt.Sprintf("state: event %d holds no object and its successor %d is not in the history", e.RV, e.replacedAt))
-		}
-		next := &evs[i+1+j]
+		next := &evs[successor(evs, i)]
 		e.Object = next.Prev()
 		next.Prior = e.Object
 	}
+}
+
+// successor returns the position in evs of the event at evs[i].replacedAt,
+// the one that replaced evs[i]'s object, for an event that holds none.
+func successor(evs []Event, i int) int {
+	j, found := slices.BinarySearchFunc(evs[i+1:], evs[i].replacedAt, func(e Event, rv uint64) int { return cmp.Compare(e.RV, rv) })
+	if !found {
+		panic(fmt.Sprintf("state: event %d holds no object and its successor %d is not in the history", evs[i].RV, evs[i].replacedAt))
+	}
+	return i + 1 + j
 }
 
 // HistoryDump is the history as Store.Dump took it, its events as the
@@ -252,25 +258,18 @@ func (d *HistoryDump) Events() []Event {
 func (d *HistoryDump) NewestFirst(fn func(Event) error) error {
 	evs := d.evs
 	d.evs = nil
-	successor := func(i int) int {
-		j, found := slices.BinarySearchFunc(evs[i+1:], evs[i].replacedAt, func(e Event, rv uint64) int { return cmp.Compare(e.RV, rv) })
-		if !found {
-			panic(fmt.Sprintf("state: event %d holds no object and its successor %d is not in the history", evs[i].RV, evs[i].replacedAt))
-		}
-		return i + 1 + j
-	}
 	// holdsObject[j]: the rebuilt previous state of event j is the object
 	// of an older event, to be kept for it.
 	holdsObject := make([]bool, len(evs))
 	for i := range evs {
 		if evs[i].Object == nil {
-			holdsObject[successor(i)] = true
+			holdsObject[successor(evs, i)] = true
 		}
 	}
 	for i := len(evs) - 1; i >= 0; i-- {
 		e := evs[i]
 		if e.Object == nil {
-			next := &evs[successor(i)]
+			next := &evs[successor(evs, i)]
 			e.Object = next.Prior.(*Object)
 			next.Prior = nil
 		}
