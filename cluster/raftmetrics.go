@@ -27,7 +27,7 @@ const RaftMetricsPrefix = "leasehold"
 //
 // Gauges and counters go through go-metrics' own Prometheus sink; a series
 // not updated for a minute is dropped, its default. Timings are histograms
-// (timingSink), and so are raft-boltdb's batch sizes. Labels are bounded: peer_id (one per peer) and rpcType.
+// (sampleSink), and so are raft-boltdb's batch sizes. Labels are bounded: peer_id (one per peer) and rpcType.
 func RegisterRaftMetrics(reg prometheus.Registerer) error {
 	opts := gmprom.DefaultPrometheusOpts
 	opts.Registerer = reg
@@ -41,7 +41,7 @@ func RegisterRaftMetrics(reg prometheus.Registerer) error {
 	// hostname in every name would make names differ between nodes.
 	conf.EnableHostname = false
 	conf.EnableRuntimeMetrics = false
-	_, err = gometrics.NewGlobal(conf, &timingSink{MetricSink: sink, reg: reg, vecs: map[string]*timingVec{}})
+	_, err = gometrics.NewGlobal(conf, &sampleSink{MetricSink: sink, reg: reg, vecs: map[string]*sampleVec{}})
 	return err
 }
 
@@ -59,31 +59,31 @@ var sampleBuckets = func() []float64 {
 	return b
 }()
 
-// timingSink sends raft's samples (timings, mostly) to fixed-bucket
+// sampleSink sends raft's samples (timings, mostly) to fixed-bucket
 // histograms and everything else to the go-metrics Prometheus sink it
 // wraps. That sink makes each sample a summary whose quantile streams hold
 // hundreds of recent samples: 26 series held 5.6 MB of a node's heap under
 // load, where a histogram is its 28 counters.
-type timingSink struct {
+type sampleSink struct {
 	gometrics.MetricSink
 	reg prometheus.Registerer
 
 	mu   sync.Mutex
-	vecs map[string]*timingVec // by flattened name
+	vecs map[string]*sampleVec // by flattened name
 }
 
-// timingVec is one sample's histograms, with the label names its first
+// sampleVec is one sample's histograms, with the label names its first
 // sample had; raft gives each sample one set.
-type timingVec struct {
+type sampleVec struct {
 	labels []string
 	vec    *prometheus.HistogramVec
 }
 
-func (s *timingSink) AddSample(key []string, val float32) {
+func (s *sampleSink) AddSample(key []string, val float32) {
 	s.AddSampleWithLabels(key, val, nil)
 }
 
-func (s *timingSink) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
+func (s *sampleSink) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
 	names := make([]string, len(labels))
 	values := make([]string, len(labels))
 	for i, l := range labels {
@@ -99,7 +99,7 @@ func (s *timingSink) AddSampleWithLabels(key []string, val float32, labels []gom
 // vec returns the histograms of the sample called name, registering them
 // at its first sample; nil if that sample had other label names or the
 // registry refused them.
-func (s *timingSink) vec(name string, labels []string) *prometheus.HistogramVec {
+func (s *sampleSink) vec(name string, labels []string) *prometheus.HistogramVec {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if v, ok := s.vecs[name]; ok {
@@ -108,7 +108,7 @@ func (s *timingSink) vec(name string, labels []string) *prometheus.HistogramVec 
 		}
 		return v.vec
 	}
-	v := &timingVec{labels: labels, vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	v := &sampleVec{labels: labels, vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    name,
 		Help:    "hashicorp/raft's sample " + name + " (timings in milliseconds).",
 		Buckets: sampleBuckets,

@@ -25,7 +25,7 @@ func BenchmarkRaftSample(b *testing.B) {
 	sinks := map[string]func(*testing.B) gometrics.MetricSink{
 		"histogram": func(b *testing.B) gometrics.MetricSink {
 			reg := prometheus.NewRegistry()
-			return &timingSink{MetricSink: newProm(b, reg), reg: reg, vecs: map[string]*timingVec{}}
+			return &sampleSink{MetricSink: newProm(b, reg), reg: reg, vecs: map[string]*sampleVec{}}
 		},
 		"summary": func(b *testing.B) gometrics.MetricSink { return newProm(b, prometheus.NewRegistry()) },
 	}
