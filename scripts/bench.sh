@@ -209,15 +209,39 @@ for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
 # writes too, but not into the history: its creates find the Leases there),
 # the 10 s run above included, in 15 s steps.
 echo "   renewed until the watch history (100000 events) holds only renewals:"
+# One reading a node at the end says little: the heap swings with the
+# garbage collector's cycles and snapshots. The nodes' RSS is also read
+# every 2 s from the second step on, when the history is already mostly
+# renewals.
+sample_rss() {
+	while sleep 2; do
+		for n in n1 n2 n3; do
+			awk '/^VmRSS:/ {printf "%.0f\n", $2 / 1024}' "/proc/$(cat "$LEASEHOLD_DATA/$n/$n.pid")/status" 2>/dev/null || true
+		done
+	done >>"$RESULTS/rss-samples"
+}
 renewed=$((10 * $(rate "$renew10")))
+sampler=
 for step in 1 2 3 4 5 6 7 8; do
 	((renewed >= 110000)) && break
+	if [[ $step == 2 ]]; then
+		sample_rss &
+		sampler=$!
+	fi
 	line=$(bin/leasebench --endpoints "$ENDPOINTS" --leases "$SCALE_LEASES" --clients 64 --duration 15s --label "$SCALE_LEASES-leases" renew | sed -n 1p)
 	echo "$line"
 	renewed=$((renewed + 15 * $(rate "$line")))
 done
+if [[ -n $sampler ]]; then
+	kill "$sampler" 2>/dev/null || true
+	wait "$sampler" 2>/dev/null || true
+fi
 echo "   ($renewed renewals since their creation)"
 for n in n1 n2 n3; do echo "   $n RSS $(rss "$n")"; done
+if [[ -s $RESULTS/rss-samples ]]; then
+	sort -n "$RESULTS/rss-samples" | awk '{v[NR] = $1; if ($1 > 300) over++}
+		END {printf "   RSS read every 2 s while renewing (%d readings, the three nodes): median %d MB, p90 %d, max %d; %d%% over 300 MB\n", NR, v[int((NR + 1) / 2)], v[int(NR * 0.9)], v[NR], 100 * over / NR}'
+fi
 follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
 if [[ -n $follower ]]; then
 	scripts/cluster.sh kill "$follower" >/dev/null
