@@ -27,7 +27,8 @@ const RaftMetricsPrefix = "leasehold"
 //
 // Gauges and counters go through go-metrics' own Prometheus sink; a series
 // not updated for a minute is dropped, its default. Timings are histograms
-// (sampleSink), and so are raft-boltdb's batch sizes. Labels are bounded: peer_id (one per peer) and rpcType.
+// (sampleSink), and so are raft-boltdb's batch sizes. Labels are bounded:
+// peer_id (one per peer) and rpcType.
 func RegisterRaftMetrics(reg prometheus.Registerer) error {
 	opts := gmprom.DefaultPrometheusOpts
 	opts.Registerer = reg
@@ -110,7 +111,7 @@ func (s *sampleSink) vec(name string, labels []string) *prometheus.HistogramVec 
 	}
 	v := &sampleVec{labels: labels, vec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    name,
-		Help:    "hashicorp/raft's sample " + name + " (timings in milliseconds).",
+		Help:    "Sample " + name + " of hashicorp/raft or raft-boltdb (timings in milliseconds).",
 		Buckets: sampleBuckets,
 	}, labels)}
 	if err := s.reg.Register(v.vec); err != nil {

@@ -1222,10 +1222,44 @@ func TestSnapshotRoundTrip(t *testing.T) {
 
 // TestSnapshotWritesEachVersionOnce reads a snapshot's records and counts
 // the object versions written in full: one per distinct version the state
-// and the history hold, however many times they mention it.
+// and the history hold, however many times they mention it; also when the
+// history holds replaced versions compacted, so that the snapshot writes
+// versions rebuilt for it.
 func TestSnapshotWritesEachVersionOnce(t *testing.T) {
-	f := newFSM(state.DefaultConfig())
-	populate(t, f)
+	t.Run("populate", func(t *testing.T) {
+		f := newFSM(state.DefaultConfig())
+		populate(t, f)
+		requireVersionsWrittenOnce(t, f)
+	})
+	t.Run("compacted", func(t *testing.T) {
+		f := newFSM(state.Config{HistoryEvents: 64})
+		for idx := uint64(1); idx <= 300; idx++ {
+			name := fmt.Sprintf("l%d", idx%6)
+			c := &Command{Type: CmdUpdate, Resource: "leases", Object: leaseBytes(t, "ns", name, "u-"+name, fmt.Sprintf("h%d", idx))}
+			if idx <= 6 {
+				c.Type = CmdCreate
+			}
+			if r := asResult(t, f.Apply(cmdLog(idx, c))); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}
+		// A compacted object is rebuilt for each read.
+		first, again := historyOf(f), historyOf(f)
+		rebuilt := 0
+		for i := range first {
+			if first[i].Object != again[i].Object {
+				rebuilt++
+			}
+		}
+		if rebuilt == 0 {
+			t.Fatal("the history holds no object compacted")
+		}
+		requireVersionsWrittenOnce(t, f)
+	})
+}
+
+func requireVersionsWrittenOnce(t *testing.T, f *FSM) {
+	t.Helper()
 	objs, history, _, _ := f.State().Dump()
 	events := history.Events()
 	distinct := map[version]bool{}
