@@ -1229,7 +1229,9 @@ func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 	t.Run("populate", func(t *testing.T) {
 		f := newFSM(state.DefaultConfig())
 		populate(t, f)
-		requireVersionsWrittenOnce(t, f)
+		if _, changes := requireVersionsWrittenOnce(t, f); changes == 0 {
+			t.Fatal("no version written as a change")
+		}
 	})
 	t.Run("compacted", func(t *testing.T) {
 		f := newFSM(state.Config{HistoryEvents: 64})
@@ -1254,11 +1256,17 @@ func TestSnapshotWritesEachVersionOnce(t *testing.T) {
 		if rebuilt == 0 {
 			t.Fatal("the history holds no object compacted")
 		}
-		requireVersionsWrittenOnce(t, f)
+		// Each Lease's current version in full, every version before it
+		// in the history as the change its successor made.
+		if full, changes := requireVersionsWrittenOnce(t, f); full != 6 || changes != 64 {
+			t.Fatalf("%d versions written in full and %d as changes, want 6 and 64", full, changes)
+		}
 	})
 }
 
-func requireVersionsWrittenOnce(t *testing.T, f *FSM) {
+// requireVersionsWrittenOnce returns how many versions the snapshot wrote
+// in full and how many as changes.
+func requireVersionsWrittenOnce(t *testing.T, f *FSM) (full, changes int) {
 	t.Helper()
 	objs, history, _, _ := f.State().Dump()
 	events := history.Events()
@@ -1281,19 +1289,29 @@ func requireVersionsWrittenOnce(t *testing.T, f *FSM) {
 
 	data := persist(t, f)
 	r := &reader{b: data[len(snapMagic)+1:]}
-	full, refs := 0, 0
+	full, changes, refs := 0, 0, 0
 	version := func(rec *reader) {
-		if ref := rec.uvarint(); ref > 0 {
+		switch rec.uvarint() {
+		case mentionNew:
+			full++
+			rec.bytes()
+			rec.bytes()
+			rec.bytes()
+			rec.uvarint()
+			rec.bytes()
+			rec.bytes()
+		case mentionChange:
+			changes++
+			rec.uvarint()
+			rec.bytes()
+			for range rec.uvarint() {
+				if rec.byte() > 0 {
+					rec.bytes()
+				}
+			}
+		default:
 			refs++
-			return
 		}
-		full++
-		rec.bytes()
-		rec.bytes()
-		rec.bytes()
-		rec.uvarint()
-		rec.bytes()
-		rec.bytes()
 	}
 	for typ := byte(0); typ != recEnd; {
 		typ = r.byte()
@@ -1313,9 +1331,11 @@ func requireVersionsWrittenOnce(t *testing.T, f *FSM) {
 			t.Fatalf("reading record type %d: %v %v", typ, r.err, rec.err)
 		}
 	}
-	if full != len(distinct) || full+refs != mentions {
-		t.Fatalf("snapshot writes %d versions in full and refers to %d, want %d and %d", full, refs, len(distinct), mentions-len(distinct))
+	if full+changes != len(distinct) || full+changes+refs != mentions {
+		t.Fatalf("snapshot writes %d versions in full and %d as changes and refers to %d, want %d written and %d references",
+			full, changes, refs, len(distinct), mentions-len(distinct))
 	}
+	return full, changes
 }
 
 // TestRestoreEarlierFormats restores snapshots of populate's history
@@ -1323,7 +1343,7 @@ func requireVersionsWrittenOnce(t *testing.T, f *FSM) {
 // full) and format 2 (events oldest first): a node upgraded in place must
 // read the snapshot it has on disk.
 func TestRestoreEarlierFormats(t *testing.T) {
-	for format, file := range map[byte]string{1: "populate-v1.bin", 2: "populate-v2.bin"} {
+	for format, file := range map[byte]string{1: "populate-v1.bin", 2: "populate-v2.bin", 3: "populate-v3.bin"} {
 		data, err := os.ReadFile(filepath.Join("testdata", "snapshots", file))
 		if err != nil {
 			t.Fatal(err)

@@ -278,3 +278,109 @@ func leaseProto(t *testing.T, o *state.Object) []byte {
 	}
 	return b
 }
+
+// TestLeaseChangeRoundTrip: a Lease version a snapshot writes as its
+// difference from its successor reads back as a version that encodes
+// exactly as it did, whatever changed in its managedFields, and an entry
+// that differs only in its time is written as that time.
+func TestLeaseChangeRoundTrip(t *testing.T) {
+	rng := rand.New(rand.NewSource(2))
+	f := newFSM(state.DefaultConfig())
+	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object {
+		t.Helper()
+		data, err := l.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, keep, err := f.unmarshal("leases", data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj.SetResourceVersion(fmt.Sprint(rv))
+		return state.NewObject("leases", rv, obj, keep)
+	}
+	entry := func(manager string, sec int) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{
+			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
+			Time: &metav1.Time{Time: fixedTime.Add(time.Duration(sec) * time.Second).Truncate(time.Second)}, FieldsType: "FieldsV1",
+			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:renewTime":{}}}`)},
+		}
+	}
+	randomEntries := func() []metav1.ManagedFieldsEntry {
+		var mf []metav1.ManagedFieldsEntry
+		for j := range rng.Intn(3) {
+			e := entry(fmt.Sprint("m", j+rng.Intn(2)), rng.Intn(3))
+			if rng.Intn(10) == 0 {
+				e.Time = nil
+			}
+			mf = append(mf, e)
+		}
+		return mf
+	}
+	kinds := map[byte]int{}
+	for i := range 2000 {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "l", UID: "u", ManagedFields: randomEntries()},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptrTo(fmt.Sprint("h", rng.Intn(2))), LeaseDurationSeconds: ptrTo[int32](15),
+				RenewTime: &metav1.MicroTime{Time: fixedTime.Add(time.Duration(rng.Intn(1e6)) * time.Microsecond)}},
+		}
+		nl := l.DeepCopy()
+		nl.Spec.RenewTime = &metav1.MicroTime{Time: nl.Spec.RenewTime.Add(time.Second)}
+		switch rng.Intn(4) {
+		case 0: // the same entries
+		case 1: // the times move on, as each renewal's do
+			for j := range nl.ManagedFields {
+				if nl.ManagedFields[j].Time != nil && rng.Intn(4) > 0 {
+					nl.ManagedFields[j].Time = &metav1.Time{Time: nl.ManagedFields[j].Time.Add(time.Second)}
+				}
+			}
+		default:
+			nl.ManagedFields = randomEntries()
+		}
+		prev, next := decoded(l, uint64(2*i+1)), decoded(nl, uint64(2*i+2))
+		shareUnchanged(next, prev)
+		c, ok := new(priors).of(next, prev).(*leasePrior)
+		if !ok {
+			t.Fatalf("pair %d: not held as a difference", i)
+		}
+		b, err := appendLeaseChange(nil, c, next.Obj.(*coordinationv1.Lease))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := &reader{b: b}
+		r.uvarint()
+		r.bytes()
+		for range r.uvarint() {
+			kind := r.byte()
+			kinds[kind]++
+			if kind > 0 {
+				r.bytes()
+			}
+		}
+		r = &reader{b: b}
+		got, err := f.readLeaseChange(r, next)
+		if err != nil || len(r.b) != 0 {
+			t.Fatalf("pair %d: %v, %d bytes left", i, err, len(r.b))
+		}
+		gl, pl := got.Obj.(*coordinationv1.Lease), prev.Obj.(*coordinationv1.Lease)
+		gp, err1 := gl.Marshal()
+		pp, err2 := pl.Marshal()
+		gj, err3 := json.Marshal(gl)
+		pj, err4 := json.Marshal(pl)
+		if err := firstErr(err1, err2, err3, err4); err != nil {
+			t.Fatal(err)
+		}
+		if got.RV != prev.RV || !bytes.Equal(gp, pp) || !bytes.Equal(gj, pj) {
+			t.Fatalf("pair %d: read back at %d\n%s\nwant at %d\n%s", i, got.RV, gj, prev.RV, pj)
+		}
+		// Truncated, it is an error, never a different version.
+		for n := range len(b) {
+			if _, err := f.readLeaseChange(&reader{b: b[:n]}, next); err == nil {
+				t.Fatalf("pair %d: %d of %d bytes read without error", i, n, len(b))
+			}
+		}
+	}
+	if kinds[0] < 200 || kinds[1] < 200 || kinds[2] < 200 {
+		t.Fatalf("managedFields entries written as the same %d times, retimed %d, in full %d", kinds[0], kinds[1], kinds[2])
+	}
+}

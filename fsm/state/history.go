@@ -248,13 +248,13 @@ func (d *HistoryDump) Events() []Event {
 	return evs
 }
 
-// NewestFirst calls fn with each event, newest first, its object and
-// previous state whole, and stops at fn's first error. Unlike Events it
-// holds a rebuilt version only until the older event that wrote it has
-// been given too: a snapshot of a history whose Leases were renewed many
-// times over would otherwise rebuild every compacted version at once (tens
-// of megabytes at 100,000 Leases), and the heap goal would follow. It may
-// be called once.
+// NewestFirst calls fn with each event, newest first, its object whole
+// and its previous state as the history holds it (Prev rebuilds it), and
+// stops at fn's first error. Unlike Events it holds a rebuilt version only
+// until the older event that wrote it has been given too: a snapshot of a
+// history whose Leases were renewed many times over would otherwise
+// rebuild every compacted version at once (tens of megabytes at 100,000
+// Leases), and the heap goal would follow. It may be called once.
 func (d *HistoryDump) NewestFirst(fn func(Event) error) error {
 	evs := d.evs
 	d.evs = nil
@@ -273,15 +273,12 @@ func (d *HistoryDump) NewestFirst(fn func(Event) error) error {
 			e.Object = next.Prior.(*Object)
 			next.Prior = nil
 		}
-		if _, whole := e.Prior.(*Object); e.Prior != nil && !whole {
-			e.Prior = e.Prev()
-		}
 		if err := fn(e); err != nil {
 			return err
 		}
 		evs[i] = Event{RV: e.RV}
 		if holdsObject[i] {
-			evs[i].Prior = e.Prior
+			evs[i].Prior = e.Prev()
 		}
 	}
 	return nil
