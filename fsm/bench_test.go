@@ -1,7 +1,9 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"runtime"
 	"testing"
 	"time"
@@ -249,6 +251,43 @@ func BenchmarkRestoreRenewed100k(b *testing.B) {
 	for range b.N {
 		restoreFrom(b, newFSM(state.DefaultConfig()), data)
 	}
+}
+
+// BenchmarkRestoreRenewedHeap100k reports the live heap at its peak while
+// the snapshot of BenchmarkRestoreRenewed100k is read (sampled every MiB)
+// and once restored, beyond the heap before.
+func BenchmarkRestoreRenewedHeap100k(b *testing.B) {
+	data := persist(b, renewedOnce(b, 100000))
+	var peak, kept uint64
+	for range b.N {
+		base := heapAlloc()
+		f := newFSM(state.DefaultConfig())
+		r := &heapSamplingReader{r: bytes.NewReader(data)}
+		if err := f.Restore(io.NopCloser(r)); err != nil {
+			b.Fatal(err)
+		}
+		r.peak = max(r.peak, heapAlloc())
+		kept = heapAlloc() - min(heapAlloc(), base)
+		runtime.KeepAlive(f)
+		peak = r.peak - min(r.peak, base)
+	}
+	b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+	b.ReportMetric(float64(kept)/(1<<20), "kept-MiB")
+}
+
+// heapSamplingReader reads the live heap every MiB read.
+type heapSamplingReader struct {
+	r          io.Reader
+	read, peak uint64
+}
+
+func (s *heapSamplingReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if (s.read+uint64(n))>>20 != s.read>>20 {
+		s.peak = max(s.peak, heapAlloc())
+	}
+	s.read += uint64(n)
+	return n, err
 }
 
 // applyRounds applies to f, a round at a time, the creation of n Leases

@@ -45,7 +45,15 @@ func (in *interner) string(s string) string {
 // visible to anyone else.
 func (in *interner) object(o metav1.Object) {
 	o.SetNamespace(in.string(o.GetNamespace()))
-	mf := o.GetManagedFields() // shares o's entries: edited in place
+	if mf := o.GetManagedFields(); len(mf) > 0 {
+		o.SetManagedFields(in.managedFields(mf))
+	}
+}
+
+// managedFields makes the entries of mf, which nothing else holds yet,
+// share what they repeat, and returns mf or, for one entry, a shared
+// copy.
+func (in *interner) managedFields(mf []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 	for i := range mf {
 		e := &mf[i]
 		e.Manager = in.string(e.Manager)
@@ -57,8 +65,9 @@ func (in *interner) object(o metav1.Object) {
 		e.Time = in.time(e.Time)
 	}
 	if len(mf) == 1 {
-		o.SetManagedFields(in.entry(mf))
+		return in.entry(mf)
 	}
+	return mf
 }
 
 // entry returns a shared one-entry managedFields equal to mf, the usual

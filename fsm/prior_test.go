@@ -358,10 +358,11 @@ func TestLeaseChangeRoundTrip(t *testing.T) {
 			}
 		}
 		r = &reader{b: b}
-		got, err := f.readLeaseChange(r, next)
+		read, err := f.readLeaseChange(r, next)
 		if err != nil || len(r.b) != 0 {
 			t.Fatalf("pair %d: %v, %d bytes left", i, err, len(r.b))
 		}
+		got := read.Version(next)
 		gl, pl := got.Obj.(*coordinationv1.Lease), prev.Obj.(*coordinationv1.Lease)
 		gp, err1 := gl.Marshal()
 		pp, err2 := pl.Marshal()

@@ -311,7 +311,6 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	var (
 		objs             []*state.Object
-		events           []state.Event
 		applied, dropped uint64
 		sawIndex         bool
 	)
@@ -353,18 +352,17 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				return err
 			}
 			e.RV = e.Object.RV
+			versions.events = append(versions.events, e)
 			if hasPrev := r.byte(); hasPrev == 1 {
-				prev, err := versions.prior(r, e.Object)
-				if err != nil {
+				if err := versions.prior(r, len(versions.events)-1); err != nil {
 					return err
 				}
-				e.Prior = prev // the history compacts it (state.Prior)
 			}
-			events = append(events, e)
 		case recEnd:
 			if !sawIndex {
 				return errors.New("restore: snapshot has no index record")
 			}
+			events := versions.events
 			if format >= 3 {
 				slices.Reverse(events)
 			}
@@ -372,8 +370,11 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			// shares with its predecessor before its successor shares
 			// with it.
 			for _, e := range events {
-				if prev, ok := e.Prior.(*state.Object); ok {
+				switch prev := e.Prior.(type) {
+				case *state.Object:
 					shareUnchanged(e.Object, prev)
+				case *leasePrior:
+					prev.share(e.Object)
 				}
 			}
 			f.state.Replace(objs, events, dropped, applied)
@@ -395,8 +396,32 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 type versionReader struct {
 	f      *FSM
 	format byte
-	read   []*state.Object           // format 2: the versions in the order written
+	read   []readVersion             // format 2 on: the versions in the order written
 	byKey  map[version]*state.Object // format 1: the versions read, by key and RV
+	events []state.Event             // the events read so far
+}
+
+// readVersion is a version read from a snapshot: o, or, for one written
+// as a change (format 4), that change, which the event events[event] holds
+// as its previous state until an older event mentions the version too and
+// it is rebuilt. Most are never mentioned again (a Lease renewed once in
+// the history's window): the history would hold them as the change anyway,
+// and a node restoring 100,000 such Leases does not rebuild 100,000
+// versions only to compact them again.
+type readVersion struct {
+	o      *state.Object
+	change *leasePrior
+	event  int
+}
+
+// object returns the version, rebuilding it if it is held as a change.
+func (vr *versionReader) object(v *readVersion) *state.Object {
+	if v.o == nil {
+		e := &vr.events[v.event]
+		v.o = v.change.Version(e.Object)
+		e.Prior, v.change = v.o, nil
+	}
+	return v.o
 }
 
 // next reads one object version. share (format 1) says whether the version
@@ -424,28 +449,33 @@ func (vr *versionReader) next(r *reader, share bool) (*state.Object, error) {
 		if ref-first >= uint64(len(vr.read)) {
 			return nil, fmt.Errorf("restore: reference to object version %d, %d read so far", ref-first, len(vr.read))
 		}
-		return vr.read[ref-first], nil
+		return vr.object(&vr.read[ref-first]), nil
 	}
 	o, err := vr.f.readObject(r, nil)
 	if err != nil {
 		return nil, err
 	}
-	vr.read = append(vr.read, o)
+	vr.read = append(vr.read, readVersion{o: o})
 	return o, nil
 }
 
-// prior reads the previous state of the event whose object is next.
-func (vr *versionReader) prior(r *reader, next *state.Object) (*state.Object, error) {
+// prior reads the previous state of events[event]; the history compacts
+// it as it would have (state.Prior).
+func (vr *versionReader) prior(r *reader, event int) error {
+	e := &vr.events[event]
 	if vr.format < 4 || len(r.b) == 0 || r.b[0] != mentionChange {
-		return vr.next(r, true)
+		prev, err := vr.next(r, true)
+		e.Prior = prev
+		return err
 	}
 	r.byte()
-	o, err := vr.f.readLeaseChange(r, next)
+	c, err := vr.f.readLeaseChange(r, e.Object)
 	if err != nil {
-		return nil, fmt.Errorf("restore: %s: %w", next.Key(), err)
+		return fmt.Errorf("restore: %s: %w", e.Object.Key(), err)
 	}
-	vr.read = append(vr.read, o)
-	return o, nil
+	e.Prior = c
+	vr.read = append(vr.read, readVersion{change: c, event: event})
+	return nil
 }
 
 // version names one version of an object.
@@ -485,7 +515,7 @@ func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Ob
 
 // readLeaseChange reads a Lease version written as its difference from
 // the version that replaced it, next (appendLeaseChange).
-func (f *FSM) readLeaseChange(r *reader, next *state.Object) (*state.Object, error) {
+func (f *FSM) readLeaseChange(r *reader, next *state.Object) (*leasePrior, error) {
 	n, ok := next.Obj.(*coordinationv1.Lease)
 	if !ok {
 		return nil, fmt.Errorf("a change from a %T", next.Obj)
@@ -530,9 +560,8 @@ func (f *FSM) readLeaseChange(r *reader, next *state.Object) (*state.Object, err
 	if r.err != nil {
 		return nil, r.err
 	}
-	o := c.Version(next)
-	f.intern.object(o.Obj.(*coordinationv1.Lease))
-	return o, nil
+	c.managedFields = f.intern.managedFields(c.managedFields)
+	return &c, nil
 }
 
 func (r *reader) varint() int64 {
