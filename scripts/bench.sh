@@ -223,7 +223,8 @@ sample_rss() {
 renewed=$((10 * $(rate "$renew10")))
 sampler=
 for step in 1 2 3 4 5 6 7 8; do
-	((renewed >= 110000)) && break
+	# At least two steps: the second is the one read every 2 s.
+	((renewed >= 110000 && step > 2)) && break
 	if [[ $step == 2 ]]; then
 		sample_rss &
 		sampler=$!
