@@ -1477,6 +1477,31 @@ func TestRestoreCorrupt(t *testing.T) {
 	if err := restore(t, newFSM(state.DefaultConfig()), valid2); err != nil {
 		t.Fatalf("hand-built snapshot of format 2: %v", err)
 	}
+	// Format 4: a Lease at 3 whose event's previous state, at 1, is
+	// written as a change of holder (mentions: 0 new, 1 change, 2+n the
+	// nth version).
+	header4 := []byte(snapMagic + "\x04")
+	spec, err := (&coordinationv1.LeaseSpec{HolderIdentity: ptrTo("b")}).Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	event4 := func(mentions ...[]byte) []byte {
+		return record(recEvent, cat(enc{}.uv(8).raw([]byte("MODIFIED")...).raw(2), enc{}.uv(2), []byte{1}, cat(mentions...)))
+	}
+	object4 := record(recObject, cat([]byte{0}, objPayload(leaseBytes(t, "ns", "x", "u", "a"))))
+	change := func(entries ...byte) []byte {
+		return cat(enc{}.uv(1).uv(1).uv(uint64(len(spec))).raw(spec...).uv(uint64(len(entries))), entries)
+	}
+	valid4 := cat(header4, index, object4, event4(change()), end)
+	f4 := newFSM(state.DefaultConfig())
+	if err := restore(t, f4, valid4); err != nil {
+		t.Fatalf("hand-built snapshot of format 4: %v", err)
+	}
+	if _, h, _, _ := f4.State().Dump(); h.Len() != 1 {
+		t.Fatalf("format 4: %d events restored", h.Len())
+	} else if prev := h.Events()[0].Prev(); prev == nil || prev.RV != 1 || *prev.Obj.(*coordinationv1.Lease).Spec.HolderIdentity != "b" {
+		t.Fatalf("format 4: previous state %+v, want the holder b at 1", prev)
+	}
 
 	tests := []struct {
 		name string
@@ -1506,6 +1531,13 @@ func TestRestoreCorrupt(t *testing.T) {
 		{"reference past the versions read", cat(header2, index, record(recObject, cat([]byte{0}, objPayload(leaseBytes(t, "ns", "x", "u", "a")))),
 			record(recEvent, cat(enc{}.uv(5).raw([]byte("ADDED")...).raw(2), enc{}.uv(2), []byte{0})), end)},
 		{"reference cut short", cat(header2, index, record(recObject, []byte{0x80}), end)},
+		// Format 4: changes.
+		{"stored object written as a change", cat(header4, index, record(recObject, change()), end)},
+		{"change cut short", cat(header4, index, object4, event4(change()[:4]), end)},
+		{"change with a spec that does not decode", cat(header4, index, object4, event4(enc{}.uv(1).uv(1).uv(2).raw(0xff, 0xff).uv(0)), end)},
+		{"change naming a managedFields entry the successor lacks", cat(header4, index, object4, event4(change(0)), end)},
+		{"change with a managedFields entry of unknown kind", cat(header4, index, object4, event4(change(7)), end)},
+		{"change with more managedFields entries than bytes", cat(header4, index, object4, event4(enc{}.uv(1).uv(1).uv(0).uv(1000)), end)},
 	}
 	// Every truncation of a real snapshot.
 	for n := headerLen; n < len(data); n += 1 + n/50 {
