@@ -273,13 +273,19 @@ func appendStored(b []byte, o *state.Object, c storedCopies, withLen bool) ([]by
 	return appendEncoding(b, s, n)
 }
 
-// appendEncoding appends o's protobuf encoding, n = o.Size() bytes, to b.
-func appendEncoding(b []byte, o StoredObject, n int) ([]byte, error) {
+// message is a gogo-protobuf generated message.
+type message interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// appendEncoding appends m's protobuf encoding, n = m.Size() bytes, to b.
+func appendEncoding(b []byte, m message, n int) ([]byte, error) {
 	b = slices.Grow(b, n)
-	if m, err := o.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
+	if w, err := m.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
 		return b, err
-	} else if m != n {
-		return b, fmt.Errorf("encoded %d bytes of %d", m, n)
+	} else if w != n {
+		return b, fmt.Errorf("encoded %d bytes of %d", w, n)
 	}
 	return b[:len(b)+n], nil
 }

@@ -136,14 +136,7 @@ func shareUnchanged(o, prev *state.Object) {
 	// The same key is the same resource, stored as one type.
 	switch n := o.Obj.(type) {
 	case *coordinationv1.Lease:
-		s, ps := &n.Spec, &prev.Obj.(*coordinationv1.Lease).Spec
-		sharePtr(&s.HolderIdentity, ps.HolderIdentity)
-		sharePtr(&s.LeaseDurationSeconds, ps.LeaseDurationSeconds)
-		sharePtr(&s.AcquireTime, ps.AcquireTime)
-		sharePtr(&s.RenewTime, ps.RenewTime)
-		sharePtr(&s.LeaseTransitions, ps.LeaseTransitions)
-		sharePtr(&s.Strategy, ps.Strategy)
-		sharePtr(&s.PreferredHolder, ps.PreferredHolder)
+		shareLeaseSpec(&n.Spec, &prev.Obj.(*coordinationv1.Lease).Spec)
 	case *coordinationv1beta1.LeaseCandidate:
 		s, ps := &n.Spec, &prev.Obj.(*coordinationv1beta1.LeaseCandidate).Spec
 		shareString(&s.LeaseName, ps.LeaseName)
@@ -153,6 +146,18 @@ func shareUnchanged(o, prev *state.Object) {
 		shareString(&s.EmulationVersion, ps.EmulationVersion)
 		shareString(&s.Strategy, ps.Strategy)
 	}
+}
+
+// shareLeaseSpec makes s hold other's copy of each value the two hold
+// equal.
+func shareLeaseSpec(s, other *coordinationv1.LeaseSpec) {
+	sharePtr(&s.HolderIdentity, other.HolderIdentity)
+	sharePtr(&s.LeaseDurationSeconds, other.LeaseDurationSeconds)
+	sharePtr(&s.AcquireTime, other.AcquireTime)
+	sharePtr(&s.RenewTime, other.RenewTime)
+	sharePtr(&s.LeaseTransitions, other.LeaseTransitions)
+	sharePtr(&s.Strategy, other.Strategy)
+	sharePtr(&s.PreferredHolder, other.PreferredHolder)
 }
 
 // sharePtr points *p at prev when both point at equal values.

@@ -66,16 +66,7 @@ func (p *leasePrior) Version(next *state.Object) *state.Object {
 // that replaced it, holds equal, as a difference made on the apply path
 // does (next shares its predecessor's values there: shareUnchanged).
 func (p *leasePrior) share(next *state.Object) {
-	n, ok := next.Obj.(*coordinationv1.Lease)
-	if !ok {
-		return
+	if n, ok := next.Obj.(*coordinationv1.Lease); ok {
+		shareLeaseSpec(&p.spec, &n.Spec)
 	}
-	s, ns := &p.spec, &n.Spec
-	sharePtr(&s.HolderIdentity, ns.HolderIdentity)
-	sharePtr(&s.LeaseDurationSeconds, ns.LeaseDurationSeconds)
-	sharePtr(&s.AcquireTime, ns.AcquireTime)
-	sharePtr(&s.RenewTime, ns.RenewTime)
-	sharePtr(&s.LeaseTransitions, ns.LeaseTransitions)
-	sharePtr(&s.Strategy, ns.Strategy)
-	sharePtr(&s.PreferredHolder, ns.PreferredHolder)
 }

@@ -25,19 +25,7 @@ import (
 func TestPriorRebuildsThePreviousVersion(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	f := newFSM(state.DefaultConfig())
-	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object {
-		t.Helper()
-		data, err := l.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, keep, err := f.unmarshal("leases", data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj.SetResourceVersion(fmt.Sprint(rv))
-		return state.NewObject("leases", rv, obj, keep)
-	}
+	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object { return stored(t, f, l, rv) }
 	at := func() time.Time {
 		return fixedTime.Add(time.Duration(rng.Intn(1e6)) * time.Microsecond).Truncate(time.Microsecond)
 	}
@@ -103,13 +91,8 @@ func TestPriorRebuildsThePreviousVersion(t *testing.T) {
 			t.Fatalf("pair %d: rebuilt %v at %d, want %v at %d", i, got.Key(), got.RV, prev.Key(), prev.RV)
 		}
 		gl, pl := got.Obj.(*coordinationv1.Lease), prev.Obj.(*coordinationv1.Lease)
-		gp, err1 := gl.Marshal()
-		pp, err2 := pl.Marshal()
-		gj, err3 := json.Marshal(gl)
-		pj, err4 := json.Marshal(pl)
-		if err := firstErr(err1, err2, err3, err4); err != nil {
-			t.Fatal(err)
-		}
+		gp, gj := encodings(t, gl)
+		pp, pj := encodings(t, pl)
 		if !bytes.Equal(gp, pp) || !bytes.Equal(gj, pj) {
 			t.Fatalf("pair %d (changed: %v): rebuilt\n%s\nwant\n%s", i, metaChanged, gj, pj)
 		}
@@ -124,13 +107,38 @@ func TestPriorRebuildsThePreviousVersion(t *testing.T) {
 	}
 }
 
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
+// stored is l at rv as f stores it: decoded from its encoding.
+func stored(t *testing.T, f *FSM, l *coordinationv1.Lease, rv uint64) *state.Object {
+	t.Helper()
+	data, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return nil
+	return storedData(t, f, data, rv)
+}
+
+// storedData is the Lease encoded in data at rv, as f stores it.
+func storedData(t *testing.T, f *FSM, data []byte, rv uint64) *state.Object {
+	t.Helper()
+	obj, keep, err := f.unmarshal("leases", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj.SetResourceVersion(fmt.Sprint(rv))
+	return state.NewObject("leases", rv, obj, keep)
+}
+
+// encodings returns l's protobuf and JSON encodings.
+func encodings(t *testing.T, l *coordinationv1.Lease) (pb, js []byte) {
+	t.Helper()
+	pb, err := l.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if js, err = json.Marshal(l); err != nil {
+		t.Fatal(err)
+	}
+	return pb, js
 }
 
 // TestLeasePriorSize: a difference stays in the 96-byte size class, a
@@ -184,13 +192,7 @@ func TestHistoryHoldsPriorsCompactly(t *testing.T) {
 // decodedLease is the stored form of leaseBytes at rv.
 func decodedLease(t *testing.T, ns, name, uid, holder string, rv uint64) *state.Object {
 	t.Helper()
-	f := newFSM(state.DefaultConfig())
-	obj, keep, err := f.unmarshal("leases", leaseBytes(t, ns, name, uid, holder))
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj.SetResourceVersion(fmt.Sprint(rv))
-	return state.NewObject("leases", rv, obj, keep)
+	return storedData(t, newFSM(state.DefaultConfig()), leaseBytes(t, ns, name, uid, holder), rv)
 }
 
 // historyOf is every event f's history holds.
@@ -286,19 +288,7 @@ func leaseProto(t *testing.T, o *state.Object) []byte {
 func TestLeaseChangeRoundTrip(t *testing.T) {
 	rng := rand.New(rand.NewSource(2))
 	f := newFSM(state.DefaultConfig())
-	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object {
-		t.Helper()
-		data, err := l.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, keep, err := f.unmarshal("leases", data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj.SetResourceVersion(fmt.Sprint(rv))
-		return state.NewObject("leases", rv, obj, keep)
-	}
+	decoded := func(l *coordinationv1.Lease, rv uint64) *state.Object { return stored(t, f, l, rv) }
 	entry := func(manager string, sec int) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{
 			Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "coordination.k8s.io/v1",
@@ -363,14 +353,8 @@ func TestLeaseChangeRoundTrip(t *testing.T) {
 			t.Fatalf("pair %d: %v, %d bytes left", i, err, len(r.b))
 		}
 		got := read.Version(next)
-		gl, pl := got.Obj.(*coordinationv1.Lease), prev.Obj.(*coordinationv1.Lease)
-		gp, err1 := gl.Marshal()
-		pp, err2 := pl.Marshal()
-		gj, err3 := json.Marshal(gl)
-		pj, err4 := json.Marshal(pl)
-		if err := firstErr(err1, err2, err3, err4); err != nil {
-			t.Fatal(err)
-		}
+		gp, gj := encodings(t, got.Obj.(*coordinationv1.Lease))
+		pp, pj := encodings(t, prev.Obj.(*coordinationv1.Lease))
 		if got.RV != prev.RV || !bytes.Equal(gp, pp) || !bytes.Equal(gj, pj) {
 			t.Fatalf("pair %d: read back at %d\n%s\nwant at %d\n%s", i, got.RV, gj, prev.RV, pj)
 		}

@@ -257,23 +257,10 @@ func appendLeaseChange(b []byte, c *leasePrior, next *coordinationv1.Lease) ([]b
 	return b, nil
 }
 
-// message is a gogo-protobuf generated message.
-type message interface {
-	Size() int
-	MarshalToSizedBuffer([]byte) (int, error)
-}
-
 // appendMessage appends m's protobuf encoding preceded by its length.
 func appendMessage(b []byte, m message) ([]byte, error) {
 	n := m.Size()
-	b = binary.AppendUvarint(b, uint64(n))
-	b = slices.Grow(b, n)
-	if w, err := m.MarshalToSizedBuffer(b[len(b) : len(b)+n]); err != nil {
-		return b, err
-	} else if w != n {
-		return b, fmt.Errorf("encoded %d bytes of %d", w, n)
-	}
-	return b[:len(b)+n], nil
+	return appendEncoding(binary.AppendUvarint(b, uint64(n)), m, n)
 }
 
 func appendString(b []byte, s string) []byte {
