@@ -301,4 +301,9 @@ func TestCandidateVersionsShareUnchangedValues(t *testing.T) {
 	if s.RenewTime == ps.RenewTime {
 		t.Error("the renewed time is shared with the previous version")
 	}
+	// A snapshot writes a LeaseCandidate's versions whole, and they read
+	// back as they were.
+	dst := newFSM(state.DefaultConfig())
+	restoreFrom(t, dst, persist(t, f))
+	requireSameDump(t, "restored", canonicalDump(t, f), canonicalDump(t, dst))
 }
