@@ -390,24 +390,23 @@ type versionReader struct {
 }
 
 // readVersion is a version read from a snapshot: o, or, for one written
-// as a change (format 4), that change, which the event events[event] holds
-// as its previous state until an older event mentions the version too and
-// it is rebuilt. Most are never mentioned again (a Lease renewed once in
-// the history's window): the history would hold them as the change anyway,
-// and a node restoring 100,000 such Leases does not rebuild 100,000
-// versions only to compact them again.
+// as a change (format 4), nil while the event events[event] holds it as
+// that change, its previous state, until an older event mentions the
+// version too and it is rebuilt. Most are never mentioned again (a Lease
+// renewed once in the history's window): the history would hold them as
+// the change anyway, and a node restoring 100,000 such Leases does not
+// rebuild 100,000 versions only to compact them again.
 type readVersion struct {
-	o      *state.Object
-	change *leasePrior
-	event  int
+	o     *state.Object
+	event int
 }
 
 // object returns the version, rebuilding it if it is held as a change.
 func (vr *versionReader) object(v *readVersion) *state.Object {
 	if v.o == nil {
 		e := &vr.events[v.event]
-		v.o = v.change.Version(e.Object)
-		e.Prior, v.change = v.o, nil
+		v.o = e.Prev()
+		e.Prior = v.o
 	}
 	return v.o
 }
@@ -462,7 +461,7 @@ func (vr *versionReader) prior(r *reader, event int) error {
 		return fmt.Errorf("restore: %s: %w", e.Object.Key(), err)
 	}
 	e.Prior = c
-	vr.read = append(vr.read, readVersion{change: c, event: event})
+	vr.read = append(vr.read, readVersion{event: event})
 	return nil
 }
 
