@@ -266,8 +266,9 @@ func BenchmarkRestoreRenewedHeap100k(b *testing.B) {
 		if err := f.Restore(io.NopCloser(r)); err != nil {
 			b.Fatal(err)
 		}
-		r.peak = max(r.peak, heapAlloc())
-		kept = heapAlloc() - min(heapAlloc(), base)
+		after := heapAlloc()
+		r.peak = max(r.peak, after)
+		kept = after - min(after, base)
 		runtime.KeepAlive(f)
 		peak = r.peak - min(r.peak, base)
 	}

@@ -73,15 +73,14 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 	}
 	err := sink.Close()
 	if large {
-		// Writing a large snapshot allocates at several times the
-		// apply path's rate (every compacted version is rebuilt and
-		// encoded), and what a GC cycle finds allocated while it runs
-		// counts as live: with 100,000 Leases, cycles during a snapshot
-		// marked 120–155 MB against 95–100 between them, and set heap
-		// goals of 250–311 MB that RSS followed (the goal is twice the
-		// marked heap). A collection once it is written brings the goal
-		// back to what is live and returns the pages the snapshot
-		// left behind.
+		// Writing a large snapshot allocates on top of the apply path
+		// (the dump, versions rebuilt for older events, encodings), and
+		// what a GC cycle finds allocated while it runs counts as live:
+		// with 100,000 Leases, cycles during a snapshot marked 106–155
+		// MB against 90–101 between them, and set heap goals that RSS
+		// followed (the goal is twice the marked heap). A collection
+		// once it is written brings the goal back to what is live and
+		// returns the pages the snapshot left behind.
 		debug.FreeOSMemory()
 	}
 	return err
@@ -206,15 +205,15 @@ func (vw *versionWriter) append(b []byte, o *state.Object) ([]byte, error) {
 // the two differ as a renewal does (what the history holds compacted is
 // that difference already), else the version in full.
 func (vw *versionWriter) appendPrior(b []byte, next *state.Object, prior state.Prior) ([]byte, error) {
-	k := next.Key()
+	k := next.Key() // an event's previous state is a version of its key
 	change, ok := prior.(*leasePrior)
 	if !ok {
 		prev := prior.Version(next)
-		if ref, ok := vw.ref(prev.Key(), prev.RV); ok {
+		if ref, ok := vw.ref(k, prev.RV); ok {
 			return binary.AppendUvarint(b, ref), nil
 		}
 		if change, ok = vw.priors.of(next, prev).(*leasePrior); !ok {
-			vw.remember(prev.Key(), prev.RV)
+			vw.remember(k, prev.RV)
 			return appendObject(append(b, mentionNew), prev, vw.copies)
 		}
 	} else if ref, ok := vw.ref(k, change.rv); ok {
