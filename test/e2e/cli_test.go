@@ -317,3 +317,58 @@ func expectRefusedDefault(t *testing.T, n *singleNode, ports ...int) {
 	}
 	t.Fatalf("node with no flags exited (%s) without naming a taken default address %v:\n%s", n.cmd.ProcessState, ports, log)
 }
+
+// A node collects garbage at GOGC=75 unless GOGC says otherwise; the Go
+// collector's go_gc_gogc_percent reports the runtime's current setting.
+func TestGCPercentDefaultAndGOGC(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"default", nil, "75"},
+		{"GOGC set", []string{"GOGC=120"}, "120"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ports := freePorts(t, 2)
+			dir := t.TempDir()
+			var env []string
+			for _, kv := range cleanEnv() {
+				if !strings.HasPrefix(kv, "GOGC=") { // not the developer's own
+					env = append(env, kv)
+				}
+			}
+			env = append(env, tc.env...)
+			addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+			n := startSingle(t, dir, env, "--name", "gc", "--data-dir", filepath.Join(dir, "data"),
+				"--api-addr", addr, "--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]))
+			n.waitReady(addr)
+			if got := metricValue(t, addr, "go_gc_gogc_percent"); got != tc.want {
+				t.Errorf("go_gc_gogc_percent %q, want %s", got, tc.want)
+			}
+			n.stop()
+		})
+	}
+}
+
+// metricValue is the value of the unlabelled metric name on addr's /metrics.
+func metricValue(t *testing.T, addr, name string) string {
+	t.Helper()
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(body.String()) {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	t.Fatalf("no %s in /metrics", name)
+	return ""
+}
