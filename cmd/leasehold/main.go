@@ -45,8 +45,9 @@ func main() {
 // before each collection: with 100,000 Leases renewed, a live heap of
 // 90–100 MB made a heap of 180–200 MB. At 75, RSS read every 2 s over 2
 // minutes of renewals fell from a median of 284 MB (max 318) to 260 (max
-// 291), for about 4 % more CPU per renewal at 64 clients (233 → 242 µs;
-// scripts/ab.sh, 4 pairs). GOGC in the environment still wins.
+// 291); the nodes' CPU per renewal at 64 clients stayed within the
+// machine's spread (scripts/ab.sh: 332 µs either way with those Leases,
+// 233 → 242 with 1,000). GOGC in the environment still wins.
 const defaultGCPercent = 75
 
 // shutdownTimeout bounds a graceful stop; CLI.md promises exit within 10 s.
