@@ -207,8 +207,9 @@ func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
 }
 
 // TestGroupCommitFewInFlightGoAtOnce: below the limit every write goes at
-// once, however many are in flight; at it, the next ones wait, and go
-// together as soon as one in flight is through.
+// once, however many are in flight; at it, the next ones wait, and from
+// then on a group goes only once every write before it is through, until
+// all are: then writes go at once again.
 func TestGroupCommitFewInFlightGoAtOnce(t *testing.T) {
 	r := newFakeRaft()
 	g := &groupCommit{apply: r.apply, alone: 3}
@@ -220,16 +221,18 @@ func TestGroupCommitFewInFlightGoAtOnce(t *testing.T) {
 	e := g.submit([]byte("e"))
 	r.handedNothing(t)
 
-	close(r.entry(0).done) // a through: two in flight
+	close(r.entry(0).done) // a through: b and c still in flight
+	r.handedNothing(t)
+	close(r.entry(1).done)
+	close(r.entry(2).done)
 	r.waitHanded(t, 2)
 	if got := string(r.entry(3).data) + string(r.entry(4).data); got != "de" {
 		t.Fatalf("entries 3 and 4 are %q, want \"de\"", got)
 	}
-	f := g.submit([]byte("f")) // b, c, d, e in flight
+	f := g.submit([]byte("f")) // d and e in flight: f waits for both
+	close(r.entry(3).done)
 	r.handedNothing(t)
-	for i := 1; i <= 4; i++ {
-		close(r.entry(i).done)
-	}
+	close(r.entry(4).done)
 	for _, p := range []*proposal{d, e} {
 		if err := applied(t, p); err != nil {
 			t.Fatalf("write %q: %v", p.data, err)
@@ -240,4 +243,17 @@ func TestGroupCommitFewInFlightGoAtOnce(t *testing.T) {
 	if err := applied(t, f); err != nil {
 		t.Fatalf("write f: %v", err)
 	}
+
+	// Every write through: the next ones go at once again, up to the limit.
+	waitFor(t, waitTimeout, "no write in flight", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.inFlight == 0
+	})
+	for _, d := range []string{"g", "h", "i"} {
+		g.submit([]byte(d))
+	}
+	r.waitHanded(t, 3)
+	g.submit([]byte("j"))
+	r.handedNothing(t)
 }
