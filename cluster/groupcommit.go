@@ -56,11 +56,12 @@ const writesAlone = 8
 // a time, each as large as what arrived while the one before was in
 // flight. Letting the waiting writes go as soon as fewer than alone were
 // in flight instead kept several smaller groups in flight, each a bbolt
-// transaction on every node: against that rule (scripts/ab.sh, four pairs
-// of 10 s), renew at 64 clients 5,729 → 6,338 ops/s, nodes' CPU 243 → 221
-// µs a renewal, p99 34.5 → 30.2 ms; at 256 clients (three pairs) 6,977 →
-// 7,173 ops/s; 300 writes a second under 1,000 JSON watchers unchanged
-// (four pairs: lag p99 87.3 against 80.6 ms, write p99 21.6 against 14.9).
+// transaction on every node: against that rule, renew at 64 clients
+// stored 18.5–21.1 entries per transaction instead of 16.4–17.2 (three
+// pairs of 10 s runs); throughput and CPU per renewal moved within the
+// machine's noise (+10, −1, −3 and +4 % in four comparisons of 2–5 pairs;
+// at 256 clients +3 %), and 300 writes a second under 1,000 JSON watchers
+// were unchanged (four pairs: lag p99 87.3 against 80.6 ms).
 // The waiting writes go as soon as it is false, so none waits while a
 // later one goes ahead. Called with mu held.
 func (g *groupCommit) crowded() bool {
