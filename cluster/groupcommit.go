@@ -136,10 +136,7 @@ func (g *groupCommit) send(group []*proposal) {
 func (g *groupCommit) applied() {
 	g.mu.Lock()
 	g.inFlight--
-	if g.inFlight == 0 && len(g.waiting) == 0 {
-		g.grouping = false // drained: writes go alone again
-	}
-	if g.crowded() || len(g.waiting) == 0 {
+	if g.crowded() {
 		g.mu.Unlock()
 		return
 	}
@@ -152,6 +149,9 @@ func (g *groupCommit) applied() {
 	}
 	g.waiting = nil
 	g.inFlight += len(group)
+	if g.inFlight == 0 {
+		g.grouping = false // drained: writes go alone again
+	}
 	g.mu.Unlock()
 	if len(group) > 0 {
 		g.send(group)
