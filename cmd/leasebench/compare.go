@@ -72,15 +72,15 @@ func printComparison(w io.Writer, results []*Result) {
 	}
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tclients\tleasehold ops/s\tetcd ops/s\tratio\tleasehold p50/p99 ms\tetcd p50/p99 ms\tp99 ratio\tleasehold CPU µs/op\tetcd CPU µs/op\trounds\t")
+	fmt.Fprintln(tw, "workload\tclients\tleasehold ops/s\tetcd ops/s\tratio\tleasehold p50/p99 ms\tetcd p50/p99 ms\tp99 ratio\tleasehold CPU µs/op\tetcd CPU µs/op\twrites per log write\trounds\t")
 	var notes []string
 	for _, k := range order {
 		lh, et := summarize(runs[k]["leasehold"]), summarize(runs[k]["etcd"])
-		fmt.Fprintf(tw, "%s %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n",
+		fmt.Fprintf(tw, "%s %s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n",
 			k.workload, k.label, clients[k],
 			lh.opsText(), et.opsText(), ratio(lh.ops, et.ops, lh.n > 0 && et.n > 0),
 			lh.latText(), et.latText(), ratio(lh.p99, et.p99, lh.n > 0 && et.n > 0),
-			lh.cpuText(), et.cpuText(),
+			lh.cpuText(), et.cpuText(), logBatchText(lh, et),
 			lh.n, et.n)
 		for _, t := range []struct {
 			name string
@@ -95,6 +95,7 @@ func printComparison(w io.Writer, results []*Result) {
 	tw.Flush()
 	fmt.Fprintln(w, "ratio = leasehold / etcd (ops/s: above 1 is leasehold faster; p99: below 1 is leasehold faster); medians over the rounds")
 	fmt.Fprintln(w, "CPU µs/op = the three nodes' + the load generator's CPU time per operation while measuring")
+	fmt.Fprintln(w, "writes per log write = leasehold / etcd: writes per durable log write on a node (raft-boltdb's StoreLogs: two fdatasyncs; etcd's WAL fsync: one)")
 	for _, n := range notes {
 		fmt.Fprintln(w, "note:", n)
 	}
@@ -105,6 +106,7 @@ type summary struct {
 	n                    int
 	ops, p50, p99        float64
 	serverCPU, clientCPU float64 // µs per operation; 0 when not measured
+	logBatch             float64 // writes per log write; 0 when not measured
 	errors, conflicts    int64
 }
 
@@ -113,8 +115,11 @@ func summarize(rs []*Result) summary {
 	if s.n == 0 {
 		return s
 	}
-	var ops, p50, p99, server, client []float64
+	var ops, p50, p99, server, client, batch []float64
 	for _, r := range rs {
+		if e := r.entriesPerLogWrite(); e > 0 {
+			batch = append(batch, e)
+		}
 		ops = append(ops, r.OpsPerSec)
 		p50 = append(p50, r.Latency.P50)
 		p99 = append(p99, r.Latency.P99)
@@ -128,6 +133,9 @@ func summarize(rs []*Result) summary {
 	s.ops, s.p50, s.p99 = median(ops), median(p50), median(p99)
 	if len(server) > 0 {
 		s.serverCPU, s.clientCPU = median(server), median(client)
+	}
+	if len(batch) > 0 {
+		s.logBatch = median(batch)
 	}
 	return s
 }
@@ -162,6 +170,20 @@ func (s summary) cpuText() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f + %.0f", s.serverCPU, s.clientCPU)
+}
+
+// logBatchText is both systems' writes per log write, "-" for one unknown.
+func logBatchText(lh, et summary) string {
+	if lh.logBatch == 0 && et.logBatch == 0 {
+		return "-"
+	}
+	f := func(v float64) string {
+		if v == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f", v)
+	}
+	return f(lh.logBatch) + " / " + f(et.logBatch)
 }
 
 func ratio(a, b float64, ok bool) string {

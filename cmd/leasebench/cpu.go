@@ -7,6 +7,10 @@ package main
 // load generator share, throughput follows from these: when the cores are
 // busy, operations a second are the cores over the CPU time one operation
 // costs everyone.
+//
+// The same scrapes count the nodes' durable log writes, each one sync
+// point whatever it holds, and so the entries a log write carries on
+// average: what batching bought each system.
 
 import (
 	"bufio"
@@ -22,103 +26,133 @@ import (
 // cpuMetric is the Prometheus process collector's CPU counter.
 const cpuMetric = "process_cpu_seconds_total"
 
-// cpuMeter reads the CPU time the nodes have used.
+// logWriteMetric counts a node's durable log writes: on a leasehold node
+// raft-boltdb's StoreLogs, one bbolt transaction (two fdatasyncs) for a
+// batch of entries; on an etcd member a WAL fsync.
+func logWriteMetric(target string) string {
+	if target == "etcd" {
+		return "etcd_disk_wal_fsync_duration_seconds_count"
+	}
+	return "leasehold_raft_boltdb_storeLogs_count"
+}
+
+// cpuMeter reads the CPU time the nodes have used and their log writes.
 type cpuMeter struct {
 	client    *http.Client
 	endpoints []string // base URLs, one per node
+	logMetric string
 }
 
-func newCPUMeter(endpoints []string) cpuMeter {
-	return cpuMeter{client: &http.Client{Timeout: 5 * time.Second}, endpoints: endpoints}
+func newCPUMeter(endpoints []string, target string) cpuMeter {
+	return cpuMeter{client: &http.Client{Timeout: 5 * time.Second}, endpoints: endpoints, logMetric: logWriteMetric(target)}
 }
 
-// serverSeconds is the CPU time the nodes have used, summed; false when a
-// node's could not be read (then the run reports none).
-func (m cpuMeter) serverSeconds(ctx context.Context) (float64, bool) {
-	secs := make([]float64, len(m.endpoints))
-	oks := make([]bool, len(m.endpoints))
+// nodeCounters are the nodes' counters, summed; a counter some node did
+// not report is unknown (ok false) rather than low.
+type nodeCounters struct {
+	cpuSeconds, logWrites float64
+	cpuOK, logsOK         bool
+}
+
+// read scrapes every node once.
+func (m cpuMeter) read(ctx context.Context) nodeCounters {
+	vals := make([][]float64, len(m.endpoints))
+	found := make([][]bool, len(m.endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range m.endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			secs[i], oks[i] = m.read(ctx, ep)
+			vals[i], found[i] = m.scrape(ctx, ep)
 		}()
 	}
 	wg.Wait()
-	total := 0.0
-	for i := range secs {
-		if !oks[i] {
-			return 0, false
-		}
-		total += secs[i]
+	c := nodeCounters{cpuOK: true, logsOK: true}
+	for i := range vals {
+		c.cpuSeconds += vals[i][0]
+		c.logWrites += vals[i][1]
+		c.cpuOK = c.cpuOK && found[i][0]
+		c.logsOK = c.logsOK && found[i][1]
 	}
-	return total, true
+	return c
 }
 
-func (m cpuMeter) read(ctx context.Context, endpoint string) (float64, bool) {
+// scrape reads cpuMetric and the log writes from one node's /metrics.
+func (m cpuMeter) scrape(ctx context.Context, endpoint string) ([]float64, []bool) {
+	names := []string{cpuMetric, m.logMetric}
+	none := make([]bool, len(names))
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(endpoint, "/")+"/metrics", nil)
 	if err != nil {
-		return 0, false
+		return make([]float64, len(names)), none
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return 0, false
+		return make([]float64, len(names)), none
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return 0, false
+		return make([]float64, len(names)), none
 	}
-	return parseCPUSeconds(resp.Body)
+	return parseCounters(resp.Body, names...)
 }
 
-// parseCPUSeconds finds the value of process_cpu_seconds_total in a
-// Prometheus text exposition.
-func parseCPUSeconds(r io.Reader) (float64, bool) {
+// parseCounters finds the values of the unlabelled (or single) series
+// names in a Prometheus text exposition; found[i] is false for a name
+// absent or not a number.
+func parseCounters(r io.Reader, names ...string) (vals []float64, found []bool) {
+	vals, found = make([]float64, len(names)), make([]bool, len(names))
+	seen := make([]bool, len(names))
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		rest, found := strings.CutPrefix(sc.Text(), cpuMetric)
-		if !found || (!strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{")) {
-			continue
+		for i, name := range names {
+			rest, ok := strings.CutPrefix(sc.Text(), name)
+			if !ok || seen[i] || (!strings.HasPrefix(rest, " ") && !strings.HasPrefix(rest, "{")) {
+				continue
+			}
+			seen[i] = true
+			if j := strings.LastIndexByte(rest, '}'); j >= 0 {
+				rest = rest[j+1:]
+			}
+			fields := strings.Fields(rest) // value, then an optional timestamp
+			if len(fields) > 0 {
+				v, err := strconv.ParseFloat(fields[0], 64)
+				vals[i], found[i] = v, err == nil
+			}
 		}
-		if i := strings.LastIndexByte(rest, '}'); i >= 0 {
-			rest = rest[i+1:]
-		}
-		fields := strings.Fields(rest) // value, then an optional timestamp
-		if len(fields) == 0 {
-			return 0, false
-		}
-		v, err := strconv.ParseFloat(fields[0], 64)
-		return v, err == nil
 	}
-	return 0, false
+	return vals, found
 }
 
-// cpuSpan measures the CPU time used between its start and its end.
+// cpuSpan measures the CPU time used, and the nodes' log writes, between
+// its start and its end.
 type cpuSpan struct {
-	meter              cpuMeter
-	server0, client0   float64
-	serverOK, clientOK bool
+	meter    cpuMeter
+	server0  nodeCounters
+	client0  float64
+	clientOK bool
 }
 
 func startCPUSpan(ctx context.Context, m cpuMeter) *cpuSpan {
-	s := &cpuSpan{meter: m}
-	s.server0, s.serverOK = m.serverSeconds(ctx)
+	s := &cpuSpan{meter: m, server0: m.read(ctx)}
 	s.client0, s.clientOK = selfCPUSeconds()
 	return s
 }
 
 // end returns the CPU seconds the nodes and this process used since the
-// start; what could not be read is zero.
-func (s *cpuSpan) end(ctx context.Context) (server, client float64) {
-	if v, ok := s.meter.serverSeconds(ctx); ok && s.serverOK {
-		server = v - s.server0
+// start, and the log writes the nodes made; what could not be read is zero.
+func (s *cpuSpan) end(ctx context.Context) (server, client, logWrites float64) {
+	c := s.meter.read(ctx)
+	if c.cpuOK && s.server0.cpuOK {
+		server = c.cpuSeconds - s.server0.cpuSeconds
+	}
+	if c.logsOK && s.server0.logsOK {
+		logWrites = c.logWrites - s.server0.logWrites
 	}
 	if v, ok := selfCPUSeconds(); ok && s.clientOK {
 		client = v - s.client0
 	}
-	return server, client
+	return server, client, logWrites
 }
 
 // cpuPerOp is microseconds of CPU per operation, 0 when unknown.

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-func TestParseCPUSeconds(t *testing.T) {
+func TestParseCounters(t *testing.T) {
 	for _, tc := range []struct {
 		name, text string
 		want       float64
@@ -23,18 +23,25 @@ func TestParseCPUSeconds(t *testing.T) {
 		{"absent", "go_goroutines 7\nprocess_cpu_seconds_total_other 99\n", 0, false},
 		{"not a number", "process_cpu_seconds_total NaNa\n", 0, false},
 	} {
-		got, ok := parseCPUSeconds(strings.NewReader(tc.text))
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("%s: got %v, %v; want %v, %v", tc.name, got, ok, tc.want, tc.ok)
+		got, ok := parseCounters(strings.NewReader(tc.text), cpuMetric)
+		if got[0] != tc.want || ok[0] != tc.ok {
+			t.Errorf("%s: got %v, %v; want %v, %v", tc.name, got[0], ok[0], tc.want, tc.ok)
 		}
+	}
+	// Several names in one pass, each found wherever it is.
+	text := "leasehold_raft_boltdb_storeLogs_sum 1.5\nleasehold_raft_boltdb_storeLogs_count 42\nprocess_cpu_seconds_total 7\n"
+	got, ok := parseCounters(strings.NewReader(text), cpuMetric, "leasehold_raft_boltdb_storeLogs_count", "etcd_disk_wal_fsync_duration_seconds_count")
+	if got[0] != 7 || !ok[0] || got[1] != 42 || !ok[1] || ok[2] {
+		t.Errorf("three names: got %v, %v; want [7 42 0], [true true false]", got, ok)
 	}
 }
 
 // TestCPUMeterSumsNodes: the nodes' counters are summed; one node that
-// does not answer makes the reading unknown rather than low.
+// does not answer, or lacks a counter, makes that counter unknown rather
+// than low.
 func TestCPUMeterSumsNodes(t *testing.T) {
 	var calls atomic.Int64
-	node := func(secs float64) *httptest.Server {
+	node := func(secs, writes float64) *httptest.Server {
 		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			calls.Add(1)
 			if r.URL.Path != "/metrics" {
@@ -42,34 +49,59 @@ func TestCPUMeterSumsNodes(t *testing.T) {
 				return
 			}
 			fmt.Fprintf(w, "go_threads 9\nprocess_cpu_seconds_total %g\n", secs)
+			if writes > 0 {
+				fmt.Fprintf(w, "etcd_disk_wal_fsync_duration_seconds_count %g\n", writes)
+			}
 		}))
 	}
-	a, b := node(1.5), node(2.25)
+	a, b, noLog := node(1.5, 10), node(2.25, 20), node(1, 0)
 	defer a.Close()
 	defer b.Close()
+	defer noLog.Close()
 	broken := httptest.NewServer(http.NotFoundHandler())
 	defer broken.Close()
 
-	got, ok := newCPUMeter([]string{a.URL, b.URL + "/"}).serverSeconds(context.Background())
-	if !ok || got != 3.75 {
-		t.Fatalf("two nodes: %v, %v; want 3.75, true", got, ok)
+	got := newCPUMeter([]string{a.URL, b.URL + "/"}, "etcd").read(context.Background())
+	if !got.cpuOK || got.cpuSeconds != 3.75 || !got.logsOK || got.logWrites != 30 {
+		t.Fatalf("two nodes: %+v; want 3.75 s and 30 log writes", got)
 	}
 	if calls.Load() != 2 {
 		t.Fatalf("%d scrapes, want 2", calls.Load())
 	}
-	if got, ok := newCPUMeter([]string{a.URL, broken.URL}).serverSeconds(context.Background()); ok {
-		t.Fatalf("a node without the metric: %v, %v; want unknown", got, ok)
+	if got := newCPUMeter([]string{a.URL, noLog.URL}, "etcd").read(context.Background()); !got.cpuOK || got.logsOK {
+		t.Fatalf("a node without the log counter: %+v; want CPU known, log writes unknown", got)
+	}
+	if got := newCPUMeter([]string{a.URL, broken.URL}, "etcd").read(context.Background()); got.cpuOK || got.logsOK {
+		t.Fatalf("a node without metrics: %+v; want both unknown", got)
+	}
+}
+
+// TestEntriesPerLogWrite: every write is an entry in each node's log, so
+// three nodes writing 3,000 log writes for 10,000 renewals carried 10 a
+// write; a run without writes or without the counter has none.
+func TestEntriesPerLogWrite(t *testing.T) {
+	r := &Result{Seconds: 10, ByOp: map[string]float64{"renew": 1000, "get": 500}, Nodes: 3, LogWrites: 3000}
+	if got := r.entriesPerLogWrite(); got != 10 {
+		t.Errorf("entries per log write %v, want 10", got)
+	}
+	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"get": 500}, Nodes: 3, LogWrites: 30}).entriesPerLogWrite(); got != 0 {
+		t.Errorf("gets only: %v, want 0", got)
+	}
+	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"renew": 1000}, Nodes: 3}).entriesPerLogWrite(); got != 0 {
+		t.Errorf("no counter: %v, want 0", got)
 	}
 }
 
 // TestComparisonCPUColumn: the table shows the medians of the nodes' and
-// the load generator's CPU per operation, and "-" for runs without them.
+// the load generator's CPU per operation and of the writes per log write,
+// and "-" for runs without them.
 func TestComparisonCPUColumn(t *testing.T) {
 	var results []*Result
 	for i, server := range []float64{3.0, 1.0, 2.0} { // seconds over 10,000 ops: 300, 100, 200 µs
 		results = append(results,
 			&Result{Target: "leasehold", Workload: "renew", Label: "64", Clients: 64, Ops: 10000, OpsPerSec: 1000,
-				ServerCPUSeconds: server, ClientCPUSeconds: []float64{0.5, 0.9, 0.7}[i]},
+				ServerCPUSeconds: server, ClientCPUSeconds: []float64{0.5, 0.9, 0.7}[i],
+				Seconds: 10, ByOp: map[string]float64{"renew": 1000}, Nodes: 3, LogWrites: []float64{2000, 3000, 1000}[i]},
 			&Result{Target: "etcd", Workload: "renew", Label: "64", Clients: 64, Ops: 10000, OpsPerSec: 1000})
 	}
 	var out bytes.Buffer
@@ -80,8 +112,8 @@ func TestComparisonCPUColumn(t *testing.T) {
 			row = strings.Join(strings.Fields(l), " ")
 		}
 	}
-	if !strings.Contains(row, "200 + 70 - 3/3") {
-		t.Fatalf("row %q: want leasehold CPU 200 + 70 µs/op and etcd's unknown (-)\n%s", row, out.String())
+	if !strings.Contains(row, "200 + 70 - 15.0 / - 3/3") {
+		t.Fatalf("row %q: want leasehold CPU 200 + 70 µs/op, etcd's unknown (-), 15 writes per log write against unknown\n%s", row, out.String())
 	}
 }
 

@@ -178,6 +178,21 @@ type Result struct {
 	// generator used while measuring; 0 when it could not be read.
 	ServerCPUSeconds float64 `json:"serverCpuSeconds,omitempty"`
 	ClientCPUSeconds float64 `json:"clientCpuSeconds,omitempty"`
+	// LogWrites counts the durable log writes of the Nodes nodes while
+	// measuring (logWriteMetric); 0 when it could not be read.
+	LogWrites float64 `json:"logWrites,omitempty"`
+	Nodes     int     `json:"nodes,omitempty"`
+}
+
+// entriesPerLogWrite is the average number of writes (renewals) a node's
+// log write carried: every write is an entry in each node's log. 0 when
+// unknown or when the run wrote nothing.
+func (r *Result) entriesPerLogWrite() float64 {
+	writes := r.ByOp["renew"] * r.Seconds
+	if r.LogWrites <= 0 || writes < 1 {
+		return 0
+	}
+	return writes * float64(r.Nodes) / r.LogWrites
 }
 
 // Percentiles of a latency distribution, in milliseconds.
@@ -200,8 +215,12 @@ func (r *Result) print(w io.Writer) {
 		fmt.Fprintf(w, "          first error: %s\n", r.FirstErr)
 	}
 	if r.ServerCPUSeconds > 0 || r.ClientCPUSeconds > 0 {
-		fmt.Fprintf(w, "          CPU per operation: nodes %.0fµs, load generator %.0fµs (nodes %.2f cores)\n",
+		fmt.Fprintf(w, "          CPU per operation: nodes %.0fµs, load generator %.0fµs (nodes %.2f cores)",
 			cpuPerOp(r.ServerCPUSeconds, r.Ops), cpuPerOp(r.ClientCPUSeconds, r.Ops), r.ServerCPUSeconds/r.Seconds)
+		if e := r.entriesPerLogWrite(); e > 0 {
+			fmt.Fprintf(w, "; %.1f writes per log write", e)
+		}
+		fmt.Fprintln(w)
 	}
 	if r.Lag != nil {
 		fmt.Fprintf(w, "         watchers=%d (%s) events=%d lag p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms\n",
@@ -225,8 +244,10 @@ type bench struct {
 	kinds  sync.Map               // kind → *atomic.Int64
 	first  atomic.Pointer[string] // the first error, to tell what the errors were
 	acked  *ackRing               // watch workload: when each write's response arrived
-	// CPU seconds the nodes and the load generator used while measuring.
-	serverCPU, clientCPU float64
+	// CPU seconds the nodes and the load generator used while measuring,
+	// and the nodes' durable log writes meanwhile.
+	serverCPU, clientCPU, logWrites float64
+	nodes                           int
 }
 
 // failed counts an error and keeps the first one's text for the report.
@@ -314,7 +335,8 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
-	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints)))
+	nodes := unique(b.cfg.endpoints)
+	cpu := startCPUSpan(ctx, newCPUMeter(nodes, b.cfg.target))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
@@ -328,7 +350,8 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 	}
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
-	b.serverCPU, b.clientCPU = cpu.end(ctx)
+	b.serverCPU, b.clientCPU, b.logWrites = cpu.end(ctx)
+	b.nodes = len(nodes)
 	return elapsed
 }
 
@@ -355,6 +378,7 @@ func (b *bench) fill(res *Result, elapsed float64) {
 	}
 	res.Latency = percentiles(b.lat)
 	res.ServerCPUSeconds, res.ClientCPUSeconds = b.serverCPU, b.clientCPU
+	res.LogWrites, res.Nodes = b.logWrites, b.nodes
 	res.ByOp = map[string]float64{}
 	b.kinds.Range(func(k, v any) bool {
 		res.ByOp[k.(string)] = float64(v.(*atomic.Int64).Load()) / elapsed
