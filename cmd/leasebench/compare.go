@@ -117,7 +117,7 @@ func summarize(rs []*Result) summary {
 	}
 	var ops, p50, p99, server, client, batch []float64
 	for _, r := range rs {
-		if e := r.entriesPerLogWrite(); e > 0 {
+		if e := r.writesPerLogWrite(); e > 0 {
 			batch = append(batch, e)
 		}
 		ops = append(ops, r.OpsPerSec)

@@ -56,44 +56,43 @@ type nodeCounters struct {
 
 // read scrapes every node once.
 func (m cpuMeter) read(ctx context.Context) nodeCounters {
-	vals := make([][]float64, len(m.endpoints))
-	found := make([][]bool, len(m.endpoints))
+	per := make([]nodeCounters, len(m.endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range m.endpoints {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			vals[i], found[i] = m.scrape(ctx, ep)
+			per[i] = m.scrape(ctx, ep)
 		}()
 	}
 	wg.Wait()
 	c := nodeCounters{cpuOK: true, logsOK: true}
-	for i := range vals {
-		c.cpuSeconds += vals[i][0]
-		c.logWrites += vals[i][1]
-		c.cpuOK = c.cpuOK && found[i][0]
-		c.logsOK = c.logsOK && found[i][1]
+	for _, n := range per {
+		c.cpuSeconds += n.cpuSeconds
+		c.logWrites += n.logWrites
+		c.cpuOK = c.cpuOK && n.cpuOK
+		c.logsOK = c.logsOK && n.logsOK
 	}
 	return c
 }
 
-// scrape reads cpuMetric and the log writes from one node's /metrics.
-func (m cpuMeter) scrape(ctx context.Context, endpoint string) ([]float64, []bool) {
-	names := []string{cpuMetric, m.logMetric}
-	none := make([]bool, len(names))
+// scrape reads one node's counters from its /metrics; a node that does not
+// answer has none.
+func (m cpuMeter) scrape(ctx context.Context, endpoint string) nodeCounters {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(endpoint, "/")+"/metrics", nil)
 	if err != nil {
-		return make([]float64, len(names)), none
+		return nodeCounters{}
 	}
 	resp, err := m.client.Do(req)
 	if err != nil {
-		return make([]float64, len(names)), none
+		return nodeCounters{}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return make([]float64, len(names)), none
+		return nodeCounters{}
 	}
-	return parseCounters(resp.Body, names...)
+	v, ok := parseCounters(resp.Body, cpuMetric, m.logMetric)
+	return nodeCounters{cpuSeconds: v[0], logWrites: v[1], cpuOK: ok[0], logsOK: ok[1]}
 }
 
 // parseCounters finds the values of the unlabelled (or single) series

@@ -76,18 +76,18 @@ func TestCPUMeterSumsNodes(t *testing.T) {
 	}
 }
 
-// TestEntriesPerLogWrite: every write is an entry in each node's log, so
+// TestWritesPerLogWrite: every write is an entry in each node's log, so
 // three nodes writing 3,000 log writes for 10,000 renewals carried 10 a
 // write; a run without writes or without the counter has none.
-func TestEntriesPerLogWrite(t *testing.T) {
+func TestWritesPerLogWrite(t *testing.T) {
 	r := &Result{Seconds: 10, ByOp: map[string]float64{"renew": 1000, "get": 500}, Nodes: 3, LogWrites: 3000}
-	if got := r.entriesPerLogWrite(); got != 10 {
+	if got := r.writesPerLogWrite(); got != 10 {
 		t.Errorf("entries per log write %v, want 10", got)
 	}
-	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"get": 500}, Nodes: 3, LogWrites: 30}).entriesPerLogWrite(); got != 0 {
+	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"get": 500}, Nodes: 3, LogWrites: 30}).writesPerLogWrite(); got != 0 {
 		t.Errorf("gets only: %v, want 0", got)
 	}
-	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"renew": 1000}, Nodes: 3}).entriesPerLogWrite(); got != 0 {
+	if got := (&Result{Seconds: 10, ByOp: map[string]float64{"renew": 1000}, Nodes: 3}).writesPerLogWrite(); got != 0 {
 		t.Errorf("no counter: %v, want 0", got)
 	}
 }

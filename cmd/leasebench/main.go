@@ -184,10 +184,10 @@ type Result struct {
 	Nodes     int     `json:"nodes,omitempty"`
 }
 
-// entriesPerLogWrite is the average number of writes (renewals) a node's
+// writesPerLogWrite is the average number of writes (renewals) a node's
 // log write carried: every write is an entry in each node's log. 0 when
 // unknown or when the run wrote nothing.
-func (r *Result) entriesPerLogWrite() float64 {
+func (r *Result) writesPerLogWrite() float64 {
 	writes := r.ByOp["renew"] * r.Seconds
 	if r.LogWrites <= 0 || writes < 1 {
 		return 0
@@ -217,7 +217,7 @@ func (r *Result) print(w io.Writer) {
 	if r.ServerCPUSeconds > 0 || r.ClientCPUSeconds > 0 {
 		fmt.Fprintf(w, "          CPU per operation: nodes %.0fµs, load generator %.0fµs (nodes %.2f cores)",
 			cpuPerOp(r.ServerCPUSeconds, r.Ops), cpuPerOp(r.ClientCPUSeconds, r.Ops), r.ServerCPUSeconds/r.Seconds)
-		if e := r.entriesPerLogWrite(); e > 0 {
+		if e := r.writesPerLogWrite(); e > 0 {
 			fmt.Fprintf(w, "; %.1f writes per log write", e)
 		}
 		fmt.Fprintln(w)
