@@ -206,11 +206,11 @@ func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
 	}
 }
 
-// TestGroupCommitFewInFlightGoAtOnce: below the limit every write goes at
+// TestGroupCommitOneGroupAtATimeUntilDrained: below the limit every write goes at
 // once, however many are in flight; at it, the next ones wait, and from
 // then on a group goes only once every write before it is through, until
 // all are: then writes go at once again.
-func TestGroupCommitFewInFlightGoAtOnce(t *testing.T) {
+func TestGroupCommitOneGroupAtATimeUntilDrained(t *testing.T) {
 	r := newFakeRaft()
 	g := &groupCommit{apply: r.apply, alone: 3}
 	for _, d := range []string{"a", "b", "c"} {

@@ -247,7 +247,6 @@ type bench struct {
 	// CPU seconds the nodes and the load generator used while measuring,
 	// and the nodes' durable log writes meanwhile.
 	serverCPU, clientCPU, logWrites float64
-	nodes                           int
 }
 
 // failed counts an error and keeps the first one's text for the report.
@@ -335,8 +334,7 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
-	nodes := unique(b.cfg.endpoints)
-	cpu := startCPUSpan(ctx, newCPUMeter(nodes, b.cfg.target))
+	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints), b.cfg.target))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
@@ -351,7 +349,6 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 	wg.Wait()
 	elapsed := time.Since(start).Seconds()
 	b.serverCPU, b.clientCPU, b.logWrites = cpu.end(ctx)
-	b.nodes = len(nodes)
 	return elapsed
 }
 
@@ -378,7 +375,7 @@ func (b *bench) fill(res *Result, elapsed float64) {
 	}
 	res.Latency = percentiles(b.lat)
 	res.ServerCPUSeconds, res.ClientCPUSeconds = b.serverCPU, b.clientCPU
-	res.LogWrites, res.Nodes = b.logWrites, b.nodes
+	res.LogWrites, res.Nodes = b.logWrites, len(unique(b.cfg.endpoints))
 	res.ByOp = map[string]float64{}
 	b.kinds.Range(func(k, v any) bool {
 		res.ByOp[k.(string)] = float64(v.(*atomic.Int64).Load()) / elapsed
