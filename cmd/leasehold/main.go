@@ -15,7 +15,6 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -34,21 +33,10 @@ import (
 
 func main() {
 	if _, set := os.LookupEnv("GOGC"); !set {
-		debug.SetGCPercent(defaultGCPercent)
+		keepHeapHeadroom(defaultGCPercent, minHeapHeadroom)
 	}
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
-
-// defaultGCPercent is the garbage collector's target when GOGC does not set
-// one. Most of a loaded node's heap is live for good (its objects and the
-// watch history), and Go's default of 100 lets the heap grow to twice that
-// before each collection: with 100,000 Leases renewed, a live heap of
-// 90–100 MB made a heap of 180–200 MB. At 75, RSS read every 2 s over 2
-// minutes of renewals fell from a median of 284 MB (max 318) to 260 (max
-// 291); the nodes' CPU per renewal at 64 clients stayed within the
-// machine's spread (scripts/ab.sh: 332 µs either way with those Leases,
-// 233 → 242 with 1,000). GOGC in the environment still wins.
-const defaultGCPercent = 75
 
 // shutdownTimeout bounds a graceful stop; CLI.md promises exit within 10 s.
 const shutdownTimeout = 8 * time.Second
