@@ -20,7 +20,7 @@ const defaultGCPercent = 75
 // otherwise. With few objects the live heap is small (some 26 MB with
 // 1,000 Leases), and 75 % of it alone made a node collect four times a
 // second while it applied 5,000 renewals a second: each collection marks
-// the whole live heap again, and the collector took 14 % of the nodes'
+// the whole live heap again, and the collector took 13 % of the nodes'
 // CPU. Above 85 MB live, 75 % is more than this and the goal is as before,
 // so memory with many objects is unchanged.
 const minHeapHeadroom = 64 << 20
