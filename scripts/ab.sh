@@ -10,9 +10,12 @@
 # workload's watchers go to the next node, a follower). The binaries take
 # turns A B B A A B ..., so that the drift of a shared machine falls on
 # both alike. Prints every run, then `leasebench summary` of them: the
-# medians per binary of ops/s, latency, watch lag and the CPU time per
-# operation of the nodes and of the load generator. On a noisy machine take
-# several pairs, and trust only differences larger than the runs' spread.
+# medians per binary of ops/s, latency, watch lag, the CPU time per
+# operation of the nodes and of the load generator and the writes per log
+# write, then B over A within each pair (ops/s and the nodes' CPU per
+# operation: median and range, and in how many pairs B was faster). On a
+# noisy machine take several pairs, and trust only differences larger
+# than the runs' spread.
 #
 # Environment: scripts/cluster.sh's (LEASEHOLD_DATA, API_PORT_BASE, ...);
 # RESULTS=DIR keeps the runs' JSON in DIR.
@@ -67,7 +70,9 @@ one() { # label binary
 	done
 	run=$((run + 1))
 	echo "== run $run: $1 ($2)"
-	bin/leasebench --endpoints "$(endpoints)" --label "$1" --json "$RESULTS/$run-$1.json" "${args[@]}"
+	# Numbered so that the shell's glob below gives the runs in order, in
+	# their pairs.
+	bin/leasebench --endpoints "$(endpoints)" --label "$1" --json "$(printf '%s/%03d-%s.json' "$RESULTS" "$run" "$1")" "${args[@]}"
 }
 
 args=("$@")

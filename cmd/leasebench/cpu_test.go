@@ -118,7 +118,8 @@ func TestComparisonCPUColumn(t *testing.T) {
 }
 
 // TestSummaryByLabel: runs are grouped by label in order of appearance,
-// each figure the median of its group's runs.
+// each figure the median of its group's runs; runs that came in pairs of
+// one of each label are also compared within each pair.
 func TestSummaryByLabel(t *testing.T) {
 	mk := func(label string, ops, p99, lag, server float64) *Result {
 		r := &Result{Label: label, Workload: "watch", Ops: 1000, OpsPerSec: ops, Latency: Percentiles{P50: 1, P99: p99},
@@ -132,17 +133,40 @@ func TestSummaryByLabel(t *testing.T) {
 		mk("B", 310, 9, 70, 0.3), mk("A", 300, 10, 80, 0.4), mk("A", 290, 30, 120, 0.2),
 		mk("B", 320, 8, 60, 0.1), mk("A", 100, 20, 90, 0.3), mk("B", 330, 7, 0, 0.2),
 	}
+	// 2,000 renewals in 10 s over 1,000 log writes a node.
+	results[0].ByOp, results[0].Seconds, results[0].LogWrites, results[0].Nodes = map[string]float64{"renew": 200}, 10, 3000, 3
 	var out bytes.Buffer
 	printSummary(&out, results)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 4 {
-		t.Fatalf("want a header, two rows and a footnote:\n%s", out.String())
+	if len(lines) != 5 {
+		t.Fatalf("want a header, two rows, a footnote and the pairs:\n%s", out.String())
 	}
 	b, a := strings.Join(strings.Fields(lines[1]), " "), strings.Join(strings.Fields(lines[2]), " ")
-	if want := "B 3 320 1.00 8.00 65.0 200 100"; b != want {
+	if want := "B 3 320 1.00 8.00 65.0 200 100 2.0"; b != want {
 		t.Errorf("row B %q, want %q (B first: it came first; lag over the runs that have one)", b, want)
 	}
-	if want := "A 3 290 1.00 20.00 90.0 300 150"; a != want {
+	if want := "A 3 290 1.00 20.00 90.0 300 150 -"; a != want {
 		t.Errorf("row A %q, want %q", a, want)
+	}
+	// Pairs (B 310, A 300), (A 290, B 320), (A 100, B 330), taking B first
+	// as the labels came: A over B 300/310, 290/320, 100/330.
+	if want := "A / B within each of 3 pairs: ops/s ×0.906 (0.303–0.968), A faster in 0 of 3; nodes CPU µs/op ×1.500 (1.333–2.000)"; lines[4] != want {
+		t.Errorf("pairs %q, want %q", lines[4], want)
+	}
+}
+
+// A run without its pair, or a pair of one label twice, is no pairing.
+func TestSummaryNoPairs(t *testing.T) {
+	mk := func(label string) *Result { return &Result{Label: label, Ops: 100, OpsPerSec: 100} }
+	for _, labels := range [][]string{{"A", "B", "A"}, {"A", "A", "B", "B"}, {"A", "B", "C", "A"}} {
+		var results []*Result
+		for _, l := range labels {
+			results = append(results, mk(l))
+		}
+		var out bytes.Buffer
+		printSummary(&out, results)
+		if strings.Contains(out.String(), "pairs") {
+			t.Errorf("labels %v: compared in pairs:\n%s", labels, out.String())
+		}
 	}
 }
