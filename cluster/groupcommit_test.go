@@ -206,10 +206,10 @@ func TestGroupCommitFailedGroupReleasesTheNext(t *testing.T) {
 	}
 }
 
-// TestGroupCommitOneGroupAtATimeUntilDrained: below the limit every write goes at
-// once, however many are in flight; at it, the next ones wait, and from
-// then on a group goes only once every write before it is through, until
-// all are: then writes go at once again.
+// TestGroupCommitOneGroupAtATimeUntilDrained: below the limit every write
+// goes at once, however many are in flight; at it, the next ones wait, and
+// from then on a group goes only once every write before it is through,
+// until all are: then writes go at once again.
 func TestGroupCommitOneGroupAtATimeUntilDrained(t *testing.T) {
 	r := newFakeRaft()
 	g := &groupCommit{apply: r.apply, alone: 3}

@@ -78,7 +78,7 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		// what a GC cycle finds allocated while it runs counts as live:
 		// with 100,000 Leases, cycles during a snapshot marked 106–155
 		// MB against 90–101 between them, and set heap goals that RSS
-		// followed (the goal is the marked heap and GOGC percent more:
+		// followed (the goal is the marked heap and the GC percent more:
 		// twice it at Go's default, when those were measured). A
 		// collection once it is written brings the goal back to what is
 		// live and returns the pages the snapshot left behind.

@@ -177,13 +177,15 @@ func logBatchText(lh, et summary) string {
 	if lh.logBatch == 0 && et.logBatch == 0 {
 		return "-"
 	}
-	f := func(v float64) string {
-		if v == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.1f", v)
+	return lh.batchText() + " / " + et.batchText()
+}
+
+// batchText is the writes per log write, "-" when unknown.
+func (s summary) batchText() string {
+	if s.logBatch == 0 {
+		return "-"
 	}
-	return f(lh.logBatch) + " / " + f(et.logBatch)
+	return fmt.Sprintf("%.1f", s.logBatch)
 }
 
 func ratio(a, b float64, ok bool) string {

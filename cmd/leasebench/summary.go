@@ -44,15 +44,11 @@ func printSummary(w io.Writer, results []*Result) {
 		if s.serverCPU > 0 {
 			server, client = fmt.Sprintf("%.0f", s.serverCPU), fmt.Sprintf("%.0f", s.clientCPU)
 		}
-		batch := "-"
-		if s.logBatch > 0 {
-			batch = fmt.Sprintf("%.1f", s.logBatch)
-		}
 		name := label
 		if name == "" {
 			name = "(none)"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", name, s.n, s.ops, s.p50, s.p99, lag, server, client, batch)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t\n", name, s.n, s.ops, s.p50, s.p99, lag, server, client, s.batchText())
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "medians over each label's runs, each figure taken separately")
