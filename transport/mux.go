@@ -1,8 +1,10 @@
 package transport
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"time"
@@ -18,7 +20,8 @@ const (
 	connApplyStream byte = 3
 )
 
-// handshakeTimeout bounds the wait for a new connection's first byte.
+// handshakeTimeout bounds the wait for a new connection's TLS handshake
+// and first byte.
 const handshakeTimeout = 10 * time.Second
 
 // Config configures a Mux.
@@ -29,7 +32,11 @@ type Config struct {
 	// dialled, for Raft and RPC alike. Tests use it to route each link
 	// through a fault-injecting proxy.
 	DialRewrite func(addr string) string
-	Logger      hclog.Logger
+	// TLS, if set, is the peer port's mutual TLS: every connection,
+	// accepted or dialled, is TLS with a certificate signed by the peer
+	// CA on both ends. Nil means plain TCP.
+	TLS    *PeerTLS
+	Logger hclog.Logger
 }
 
 // Mux owns the peer port: it accepts connections, reads their first byte and
@@ -40,6 +47,11 @@ type Mux struct {
 	cfg    Config
 	ln     net.Listener
 	logger hclog.Logger
+	tls    *peerTLS    // nil: plain TCP
+	tlsCfg *tls.Config // of accepted connections
+	// handshakeTimeout bounds a new connection's TLS handshake and first
+	// byte; tests shorten it.
+	handshakeTimeout time.Duration
 
 	raftCh chan net.Conn
 
@@ -51,23 +63,34 @@ type Mux struct {
 	wg      sync.WaitGroup
 }
 
-// Listen binds the peer port. Call Serve to start accepting.
+// Listen binds the peer port. Call Serve to start accepting. With
+// cfg.TLS it first loads and checks the TLS files, and returns their
+// error.
 func Listen(cfg Config) (*Mux, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	m := &Mux{
+		cfg:              cfg,
+		logger:           cfg.Logger,
+		handshakeTimeout: handshakeTimeout,
+		raftCh:           make(chan net.Conn, 16),
+		conns:            map[net.Conn]struct{}{},
+		done:             make(chan struct{}),
+	}
+	if cfg.TLS != nil {
+		p, err := newPeerTLS(*cfg.TLS, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		m.tls, m.tlsCfg = p, p.serverConfig()
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on peer address %s: %w", cfg.Addr, err)
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = hclog.NewNullLogger()
-	}
-	return &Mux{
-		cfg:    cfg,
-		ln:     ln,
-		logger: cfg.Logger,
-		raftCh: make(chan net.Conn, 16),
-		conns:  map[net.Conn]struct{}{},
-		done:   make(chan struct{}),
-	}, nil
+	m.ln = ln
+	return m, nil
 }
 
 // Addr is the bound address.
@@ -125,22 +148,47 @@ func (m *Mux) untrack(c net.Conn) {
 	m.mu.Unlock()
 }
 
-func (m *Mux) route(c net.Conn) {
+// route reads the first byte of accepted connection raw and hands the
+// connection on. With TLS the handshake comes first: nothing a peer sends
+// is read, let alone decoded, before its certificate was verified.
+func (m *Mux) route(raw net.Conn) {
 	defer m.wg.Done()
+	_ = raw.SetDeadline(time.Now().Add(m.handshakeTimeout))
+	c := raw
+	if m.tls != nil {
+		tc := tls.Server(raw, m.tlsCfg)
+		err := tc.Handshake()
+		if err == nil {
+			_, err = tc.Write([]byte{tlsAccepted})
+		}
+		if err != nil {
+			switch {
+			case m.closing():
+			case errors.Is(err, io.EOF):
+				// Closed before sending a byte: a port probe.
+				m.logger.Debug("peer connection closed before the TLS handshake", "remote", raw.RemoteAddr())
+			default:
+				m.logger.Warn("peer connection refused: TLS handshake failed", "remote", raw.RemoteAddr(), "error", err)
+			}
+			m.untrack(raw)
+			raw.Close()
+			return
+		}
+		c = tc
+	}
 	var b [1]byte
-	_ = c.SetReadDeadline(time.Now().Add(handshakeTimeout))
-	if _, err := c.Read(b[:]); err != nil {
-		m.untrack(c)
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		m.untrack(raw)
 		c.Close()
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
+	_ = raw.SetDeadline(time.Time{})
 	switch b[0] {
 	case connRaft:
 		select {
-		case m.raftCh <- &trackedConn{Conn: c, m: m}:
+		case m.raftCh <- &trackedConn{Conn: c, raw: raw, m: m}:
 		case <-m.done:
-			m.untrack(c)
+			m.untrack(raw)
 			c.Close()
 		}
 	case connRPC, connApplyStream:
@@ -152,24 +200,35 @@ func (m *Mux) route(c net.Conn) {
 		} else {
 			serveApplyStream(c, h, m.logger)
 		}
-		m.untrack(c)
+		m.untrack(raw)
 		c.Close()
 	default:
 		m.logger.Warn("peer connection with unknown type", "type", b[0], "remote", c.RemoteAddr())
-		m.untrack(c)
+		m.untrack(raw)
 		c.Close()
 	}
 }
 
-// trackedConn forgets itself on Close.
+func (m *Mux) closing() bool {
+	select {
+	case <-m.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// trackedConn forgets itself on Close. raw is the TCP connection under
+// Conn (Conn itself without TLS), the one the mux tracks.
 type trackedConn struct {
 	net.Conn
+	raw  net.Conn
 	m    *Mux
 	once sync.Once
 }
 
 func (t *trackedConn) Close() error {
-	t.once.Do(func() { t.m.untrack(t.Conn) })
+	t.once.Do(func() { t.m.untrack(t.raw) })
 	return t.Conn.Close()
 }
 
@@ -195,23 +254,49 @@ func (m *Mux) Close() error {
 	return err
 }
 
+// dial connects to the peer at addr for a connection of type typ. With
+// TLS it returns once the peer has accepted this node's certificate; the
+// peer's certificate must name addr's host, even when DialRewrite routes
+// the connection elsewhere.
 func (m *Mux) dial(addr string, typ byte, timeout time.Duration) (net.Conn, error) {
+	target := addr
 	if m.cfg.DialRewrite != nil {
-		addr = m.cfg.DialRewrite(addr)
+		target = m.cfg.DialRewrite(addr)
 	}
-	c, err := net.DialTimeout("tcp", addr, timeout)
+	raw, err := net.DialTimeout("tcp", target, timeout)
 	if err != nil {
 		return nil, err
 	}
-	if tc, ok := c.(*net.TCPConn); ok {
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetNoDelay(true)
 	}
-	_ = c.SetWriteDeadline(time.Now().Add(timeout))
+	_ = raw.SetDeadline(time.Now().Add(timeout))
+	c := raw
+	if m.tls != nil {
+		tc := tls.Client(raw, m.tls.clientConfig(addr))
+		if err := tc.Handshake(); err != nil {
+			raw.Close()
+			return nil, fmt.Errorf("peer TLS handshake: %w", err)
+		}
+		c = tc
+	}
 	if _, err := c.Write([]byte{typ}); err != nil {
-		c.Close()
+		raw.Close()
 		return nil, err
 	}
-	_ = c.SetWriteDeadline(time.Time{})
+	if m.tls != nil {
+		// Under TLS 1.3 a refusal of this node's certificate arrives here,
+		// as the server's alert.
+		var b [1]byte
+		if _, err := io.ReadFull(c, b[:]); err != nil || b[0] != tlsAccepted {
+			raw.Close()
+			if err == nil {
+				err = errNotAccepted
+			}
+			return nil, fmt.Errorf("peer TLS: %w", err)
+		}
+	}
+	_ = raw.SetDeadline(time.Time{})
 	return c, nil
 }
 

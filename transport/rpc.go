@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/gob"
 	"errors"
 	"fmt"
@@ -92,7 +93,7 @@ type rpcResponse struct {
 func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 	br := bufio.NewReader(c)
 	bw := bufio.NewWriter(c)
-	dec := gob.NewDecoder(br)
+	dec := gob.NewDecoder(newFrameLimit(br, maxRequestFrame))
 	enc := gob.NewEncoder(bw)
 	for {
 		var req rpcRequest
@@ -139,7 +140,11 @@ func isClosed(err error) bool { return errors.Is(err, net.ErrClosed) }
 // means the connection ended, logged unless it ended as connections do.
 func readRequest(dec *gob.Decoder, req any, c net.Conn, logger hclog.Logger) bool {
 	err := dec.Decode(req)
-	if err != nil && !errors.Is(err, io.EOF) && !isClosed(err) {
+	switch {
+	case err == nil, errors.Is(err, io.EOF), isClosed(err):
+	case errors.Is(err, errFrameTooLarge):
+		logger.Warn("peer connection closed", "remote", c.RemoteAddr(), "error", err)
+	default:
 		logger.Debug("peer connection ended", "remote", c.RemoteAddr(), "error", err)
 	}
 	return err == nil
@@ -400,8 +405,15 @@ func (cl *Client) get(addr string, timeout time.Duration) (*clientConn, error) {
 
 // alive tells whether an idle connection is still open. The peer has sent
 // nothing on it, so a non-blocking peek that would block means open, and EOF
-// or an error (reset) means the peer went away.
+// or an error (reset) means the peer went away. Over TLS the socket under
+// the connection is peeked, and anything waiting there means closed too: a
+// server sends nothing unasked (no session tickets), so it is the alert
+// that closes the connection.
 func alive(c net.Conn) bool {
+	strict := false
+	if tc, ok := c.(*tls.Conn); ok {
+		c, strict = tc.NetConn(), true
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return true
@@ -414,7 +426,7 @@ func alive(c net.Conn) bool {
 	_ = rc.Read(func(fd uintptr) bool {
 		var b [1]byte
 		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		open = n > 0 || errors.Is(err, syscall.EAGAIN)
+		open = (n > 0 && !strict) || errors.Is(err, syscall.EAGAIN)
 		return true
 	})
 	return open

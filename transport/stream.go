@@ -111,7 +111,7 @@ func serveApplyStream(c net.Conn, h Handler, logger hclog.Logger) {
 	if _, err := c.Write([]byte{streamAck}); err != nil {
 		return
 	}
-	dec := gob.NewDecoder(bufio.NewReader(c))
+	dec := gob.NewDecoder(newFrameLimit(bufio.NewReader(c), maxRequestFrame))
 	w := newFrameWriter(c)
 	var wg sync.WaitGroup
 	defer wg.Wait()
