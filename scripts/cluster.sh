@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Manage a local three-node leasehold cluster (n1, n2, n3). See shared/spec/CLI.md.
+# Manage a local three-node leasehold cluster (n1, n2, n3). See docs/cli.md.
 #
 #   scripts/cluster.sh start          build if needed, start n1..n3, wait for /readyz, print URLs and leader
 #   scripts/cluster.sh status         one line per node: name, pid, API URL, state, applied index

@@ -65,7 +65,7 @@ func TestCLIHelpListsEveryFlag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help: exit status %d, want 0 (stderr %q)", code, stderr)
 	}
-	// The flags of CLI.md, and the ones these tests use.
+	// The flags of docs/cli.md, and the ones these tests use.
 	for _, f := range []string{
 		"name", "data-dir", "api-addr", "peer-addr", "initial-cluster", "join", "log-level",
 		"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-auth-file",

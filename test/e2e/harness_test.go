@@ -1,5 +1,5 @@
 // Package e2e runs the real leasehold binary as separate processes and talks
-// to it only through the command-line contract (shared/spec/CLI.md): flags,
+// to it only through the command-line contract (docs/cli.md): flags,
 // environment, signals, the health and status endpoints, the Kubernetes API
 // and scripts/cluster.sh. Everything listens on 127.0.0.1.
 package e2e
@@ -147,7 +147,7 @@ func tailFile(path string, n int) string {
 // httpc is for health and status requests: short, bounded.
 var httpc = &http.Client{Timeout: 2 * time.Second}
 
-// clusterStatus is GET /cluster/status as CLI.md describes it.
+// clusterStatus is GET /cluster/status as docs/cli.md describes it.
 type clusterStatus struct {
 	Name   string `json:"name"`
 	State  string `json:"state"`
@@ -483,7 +483,7 @@ func (pc *procCluster) kill(name string) {
 	}
 }
 
-// stop sends SIGTERM and waits; CLI.md promises exit status 0 within 10 s.
+// stop sends SIGTERM and waits; docs/cli.md promises exit status 0 within 10 s.
 // It returns how long the process took to exit.
 func (pc *procCluster) stop(name string) time.Duration {
 	pc.t.Helper()
@@ -501,7 +501,7 @@ func (pc *procCluster) stop(name string) time.Duration {
 	case <-time.After(10 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
-		pc.t.Fatalf("%s did not exit within 10s of SIGTERM (CLI.md promises it); log:\n%s", name, tailFile(n.logPath, 30))
+		pc.t.Fatalf("%s did not exit within 10s of SIGTERM (docs/cli.md promises it); log:\n%s", name, tailFile(n.logPath, 30))
 	}
 	took := time.Since(start)
 	if code := p.state.ExitCode(); code != 0 {
