@@ -5,6 +5,8 @@ package apis
 import (
 	apidiscoveryv2 "k8s.io/api/apidiscovery/v2"
 	apidiscoveryv2beta1 "k8s.io/api/apidiscovery/v2beta1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
@@ -49,6 +51,9 @@ func init() {
 	Scheme.AddKnownTypes(metav1beta1.SchemeGroupVersion, &metav1.Table{}, &metav1.PartialObjectMetadata{}, &metav1.PartialObjectMetadataList{})
 	utilruntimeMust(apidiscoveryv2.AddToScheme(Scheme))
 	utilruntimeMust(apidiscoveryv2beta1.AddToScheme(Scheme))
+	// The review APIs (kubectl auth whoami, kubectl auth can-i).
+	utilruntimeMust(authenticationv1.AddToScheme(Scheme))
+	utilruntimeMust(authorizationv1.AddToScheme(Scheme))
 }
 
 func utilruntimeMust(err error) {

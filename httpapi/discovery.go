@@ -171,7 +171,7 @@ func (s *Server) groupList(w http.ResponseWriter, req *http.Request) {
 	g.TypeMeta = metav1.TypeMeta{}
 	s.writeDiscovery(w, req, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   []metav1.APIGroup{g},
+		Groups:   append([]metav1.APIGroup{g}, reviewAPIGroups()...),
 	})
 }
 
@@ -239,7 +239,7 @@ func (s *Server) aggregated(w http.ResponseWriter, req *http.Request, core bool)
 			sort.Slice(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })
 			g.Versions = append(g.Versions, vd)
 		}
-		list.Items = []apidiscoveryv2.APIGroupDiscovery{g}
+		list.Items = append([]apidiscoveryv2.APIGroupDiscovery{g}, reviewDiscovery()...)
 	}
 	// v2beta1 has the same shape; only the apiVersion differs.
 	list.TypeMeta = metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + out.as.Version}

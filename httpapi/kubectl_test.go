@@ -267,7 +267,7 @@ func TestKubectl(t *testing.T) {
 		k.t = t
 		r := k.run("api-versions")
 		got := strings.Fields(r.stdout)
-		want := []string{"coordination.k8s.io/v1", "coordination.k8s.io/v1alpha1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "v1"}
+		want := []string{"authentication.k8s.io/v1", "authorization.k8s.io/v1", "coordination.k8s.io/v1", "coordination.k8s.io/v1alpha1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "v1"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("api-versions %q, want %q:\n%s", got, want, r)
 		}
@@ -276,6 +276,9 @@ func TestKubectl(t *testing.T) {
 		header, rows := kcTable(t, r)
 		if !slices.Equal(header, []string{"NAME", "SHORTNAMES", "APIVERSION", "NAMESPACED", "KIND"}) ||
 			!reflect.DeepEqual(rows, [][]string{
+				{"selfsubjectreviews", "authentication.k8s.io/v1", "false", "SelfSubjectReview"},
+				{"selfsubjectaccessreviews", "authorization.k8s.io/v1", "false", "SelfSubjectAccessReview"},
+				{"selfsubjectrulesreviews", "authorization.k8s.io/v1", "false", "SelfSubjectRulesReview"},
 				{"leasecandidates", "coordination.k8s.io/v1beta1", "true", "LeaseCandidate"},
 				{"leases", "coordination.k8s.io/v1", "true", "Lease"},
 			}) {

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/leasehold/leasehold/apis"
+	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
@@ -33,6 +34,14 @@ type Config struct {
 	// Elections, if set, is served as JSON at GET /cluster/elections (the
 	// coordinated leader election controller's status); nil means 404.
 	Elections func() any
+	// Authenticator and Authorizer guard every request but the health
+	// checks. Nil: every request is anonymous, and everything is allowed.
+	Authenticator *auth.Authenticator
+	Authorizer    auth.Authorizer
+	// MaxRequestsInflight and MaxMutatingRequestsInflight bound the
+	// requests under way (watches excepted); beyond them a request gets 429.
+	// Zero is no limit.
+	MaxRequestsInflight, MaxMutatingRequestsInflight int
 }
 
 // Server is the Kubernetes REST API of one node, plus its health and
@@ -43,6 +52,10 @@ type Server struct {
 	logger       hclog.Logger
 	writeTimeout time.Duration
 	router       *mux.Router
+	handler      http.Handler
+	authn        *auth.Authenticator
+	authz        auth.Authorizer
+	inflight     *inflight
 	metrics      *metrics
 	elections    func() any
 	// watchStreams is the number of open watch streams, which share a
@@ -63,18 +76,29 @@ func New(cfg Config) *Server {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
 	}
-	s := &Server{node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout, metrics: newMetrics(cfg.Registerer), elections: cfg.Elections}
+	if cfg.Authenticator == nil {
+		cfg.Authenticator, _ = auth.NewAuthenticator(auth.Config{})
+	}
+	if cfg.Authorizer == nil {
+		cfg.Authorizer, _ = auth.NewAuthorizer(auth.ModeAlwaysAllow)
+	}
+	s := &Server{
+		node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout,
+		metrics: newMetrics(cfg.Registerer), elections: cfg.Elections,
+		authn: cfg.Authenticator, authz: cfg.Authorizer,
+		inflight: newInflight(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight),
+	}
 	s.router = s.routes(cfg.Gatherer)
+	s.handler = responseHeaders(s.guard(s.router))
 	cfg.Node.SetForwardHandler(s.serveForwarded)
 	return s
 }
 
 // Handler is the HTTP handler of the API address.
-func (s *Server) Handler() http.Handler { return s.router }
+func (s *Server) Handler() http.Handler { return s.handler }
 
 func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r := mux.NewRouter()
-	r.Use(responseHeaders)
 	r.NotFoundHandler = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 	})
@@ -115,6 +139,13 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.HandleFunc("/api/v1", s.coreResources)
 	r.HandleFunc("/api/v1/namespaces/{namespace}", s.namespace).Methods(http.MethodGet)
 	r.HandleFunc("/apis", s.groupList)
+	for _, g := range reviewGroups {
+		r.HandleFunc("/apis/"+g.group, s.reviewGroup(g.group))
+		r.HandleFunc("/apis/"+g.group+"/v1", s.reviewResources(g.group))
+	}
+	r.HandleFunc("/apis/authentication.k8s.io/v1/selfsubjectreviews", s.selfSubjectReview)
+	r.HandleFunc("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", s.selfSubjectAccessReview)
+	r.HandleFunc("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", s.selfSubjectRulesReview)
 	openAPIv2, openAPIv3, openAPIv3Doc := openAPIHandlers(r.NotFoundHandler)
 	r.Handle("/openapi/v2", openAPIv2)
 	r.Handle("/openapi/v3", openAPIv3)
@@ -273,7 +304,10 @@ type readCloser struct{ *bytes.Reader }
 
 func (readCloser) Close() error { return nil }
 
-// serveForwarded answers a write forwarded by a follower.
+// serveForwarded answers a write forwarded by a follower. The follower
+// authenticated and authorized the request (the node that receives a
+// request decides who may make it); only peers reach this, so the leader
+// runs it as it comes.
 func (s *Server) serveForwarded(ctx context.Context, fr *transport.HTTPRequest) *transport.HTTPResponse {
 	ctx = context.WithValue(ctx, forwardedKey{}, fr.From)
 	req, err := http.NewRequestWithContext(ctx, fr.Method, fr.RequestURI, bytes.NewReader(fr.Body))

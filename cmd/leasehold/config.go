@@ -1,7 +1,7 @@
 package main
 
 // Command-line and environment parsing for leasehold. The contract is
-// shared/spec/CLI.md: every flag --foo-bar may also come from the environment
+// docs/cli.md: every flag --foo-bar may also come from the environment
 // variable LEASEHOLD_FOO_BAR, the command line wins, and any other LEASEHOLD_*
 // variable is ignored. Errors are single lines naming the flag or the variable
 // the bad value came from; main prints them to stderr and exits 2.
@@ -33,6 +33,12 @@ type Config struct {
 	LogLevel                         string // trace|debug|info|warn|error
 
 	TLSCertFile, TLSPrivateKeyFile, ClientCAFile, TokenAuthFile string
+	ServiceAccountKeyFiles, ServiceAccountIssuers, APIAudiences []string
+	AnonymousAuth                                               bool
+	AuthorizationMode                                           string
+	MaxRequestsInflight, MaxMutatingRequestsInflight            int
+	// Mutual TLS on the peer port (all three files, or none).
+	PeerCertFile, PeerKeyFile, PeerTrustedCAFile, PeerCertAllowedCN string
 
 	SnapshotThreshold uint64        // --snapshot-threshold: log entries between automatic snapshots
 	SnapshotInterval  time.Duration // --snapshot-interval: how often raft checks the threshold
@@ -122,6 +128,28 @@ var cfgFlags = []cfgFlag{
 		usage: "PEM CA bundle; clients presenting a certificate signed by it are authenticated (needs TLS)"},
 	{name: "token-auth-file", arg: "FILE",
 		usage: "CSV file of static bearer tokens: token,user,uid[,\"group1,group2\"]"},
+	{name: "service-account-key-file", arg: "FILE[,FILE]",
+		usage: "PEM public keys (RSA, ECDSA; private keys give their public half) that verify service-account JWTs; needs --service-account-issuer"},
+	{name: "service-account-issuer", arg: "URL[,URL]",
+		usage: "accepted iss claims of service-account JWTs"},
+	{name: "api-audiences", arg: "LIST", shown: "the first --service-account-issuer",
+		usage: "accepted aud claims of service-account JWTs, comma-separated"},
+	{name: "anonymous-auth", arg: "BOOL", def: "false",
+		usage: "let requests without credentials in as system:anonymous; a request with bad credentials gets 401 either way. /livez, /readyz and /healthz never need credentials"},
+	{name: "authorization-mode", arg: "MODE", def: "AlwaysAllow",
+		usage: "AlwaysAllow: every authenticated request is allowed (members of system:masters always are). RBAC is not available yet"},
+	{name: "max-requests-inflight", arg: "N", def: "400",
+		usage: "read-only requests (get, list) under way at once; beyond it 429 with Retry-After: 1. Watches and system:masters are not counted; 0 is no limit"},
+	{name: "max-mutating-requests-inflight", arg: "N", def: "200",
+		usage: "other requests under way at once; beyond it 429; 0 is no limit"},
+	{name: "peer-cert-file", arg: "FILE",
+		usage: "PEM certificate (serverAuth and clientAuth) for mutual TLS on the peer port; needs --peer-key-file and --peer-trusted-ca-file"},
+	{name: "peer-key-file", arg: "FILE",
+		usage: "PEM private key matching --peer-cert-file"},
+	{name: "peer-trusted-ca-file", arg: "FILE",
+		usage: "PEM CA bundle: a peer connection without a certificate signed by it is closed before anything it sent is read"},
+	{name: "peer-cert-allowed-cn", arg: "NAME",
+		usage: "if set, a connecting peer's certificate must also have this common name"},
 	{name: "snapshot-threshold", arg: "N", def: strconv.Itoa(cfgDefaultSnapshotThreshold),
 		usage: "log entries between automatic Raft snapshots (> 0)"},
 	{name: "snapshot-interval", arg: "DURATION", def: cfgDefaultSnapshotInterval.String(),
@@ -314,6 +342,47 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 	if c.ClientCAFile != "" && c.TLSCertFile == "" {
 		return c, errors.New("--client-ca-file needs TLS: give --tls-cert-file and --tls-private-key-file too")
 	}
+	c.ServiceAccountKeyFiles = cfgList(src["service-account-key-file"].value)
+	c.ServiceAccountIssuers = cfgList(src["service-account-issuer"].value)
+	c.APIAudiences = cfgList(src["api-audiences"].value)
+	if len(c.ServiceAccountKeyFiles) > 0 && len(c.ServiceAccountIssuers) == 0 {
+		return c, errors.New("--service-account-key-file needs --service-account-issuer")
+	}
+	if len(c.ServiceAccountKeyFiles) == 0 && (len(c.ServiceAccountIssuers) > 0 || len(c.APIAudiences) > 0) {
+		return c, errors.New("--service-account-issuer and --api-audiences need --service-account-key-file")
+	}
+	anon := src["anonymous-auth"]
+	if c.AnonymousAuth, err = strconv.ParseBool(strings.TrimSpace(anon.value)); err != nil {
+		return c, anon.errorf("want true or false")
+	}
+	mode := src["authorization-mode"]
+	switch c.AuthorizationMode = strings.TrimSpace(mode.value); c.AuthorizationMode {
+	case "AlwaysAllow":
+	case "RBAC":
+		return c, mode.errorf("RBAC is not available yet; use AlwaysAllow")
+	default:
+		return c, mode.errorf("must be AlwaysAllow")
+	}
+	var n uint64
+	if n, err = cfgParseUint(src["max-requests-inflight"], 0); err != nil {
+		return c, err
+	}
+	c.MaxRequestsInflight = int(n)
+	if n, err = cfgParseUint(src["max-mutating-requests-inflight"], 0); err != nil {
+		return c, err
+	}
+	c.MaxMutatingRequestsInflight = int(n)
+	c.PeerCertFile = src["peer-cert-file"].value
+	c.PeerKeyFile = src["peer-key-file"].value
+	c.PeerTrustedCAFile = src["peer-trusted-ca-file"].value
+	c.PeerCertAllowedCN = src["peer-cert-allowed-cn"].value
+	if some, all := c.PeerCertFile != "" || c.PeerKeyFile != "" || c.PeerTrustedCAFile != "",
+		c.PeerCertFile != "" && c.PeerKeyFile != "" && c.PeerTrustedCAFile != ""; some && !all {
+		return c, errors.New("--peer-cert-file, --peer-key-file and --peer-trusted-ca-file must be given together")
+	}
+	if c.PeerCertAllowedCN != "" && c.PeerCertFile == "" {
+		return c, errors.New("--peer-cert-allowed-cn needs --peer-cert-file, --peer-key-file and --peer-trusted-ca-file")
+	}
 
 	// raft tuning
 	if c.SnapshotThreshold, err = cfgParseUint(src["snapshot-threshold"], 1); err != nil {
@@ -356,6 +425,17 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	return c, nil
+}
+
+// cfgList splits a comma-separated flag value, dropping empty items.
+func cfgList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // cfgCheckAddr validates a host:port listen address.

@@ -25,6 +25,10 @@ func defaultConfig() Config {
 		WatchHistory:      100000,
 		WatchHistoryAge:   5 * time.Minute,
 
+		AuthorizationMode:           "AlwaysAllow",
+		MaxRequestsInflight:         400,
+		MaxMutatingRequestsInflight: 200,
+
 		ElectionPingWindow:    5 * time.Second,
 		ElectionResync:        5 * time.Second,
 		ElectionLeaseDuration: 5 * time.Second,
@@ -205,6 +209,15 @@ func TestParseConfigErrors(t *testing.T) {
 		{"positional argument", []string{"serve"}, nil, []string{"unexpected argument", "serve"}},
 		{"bad flag syntax", []string{"---x"}, nil, []string{"bad flag syntax"}},
 
+		{"service account keys without issuer", []string{"--service-account-key-file", "k.pem"}, nil, []string{"--service-account-key-file needs --service-account-issuer"}},
+		{"issuer without keys", []string{"--service-account-issuer", "https://x"}, nil, []string{"need --service-account-key-file"}},
+		{"anonymous not a bool", []string{"--anonymous-auth", "maybe"}, nil, []string{"--anonymous-auth", "true or false"}},
+		{"authorization mode unknown", []string{"--authorization-mode", "Node"}, nil, []string{"--authorization-mode", "Node"}},
+		{"authorization mode RBAC not yet", []string{"--authorization-mode", "RBAC"}, nil, []string{"--authorization-mode", "not available yet"}},
+		{"inflight negative", []string{"--max-requests-inflight", "-1"}, nil, []string{"--max-requests-inflight"}},
+		{"peer cert without CA", []string{"--peer-cert-file", "c", "--peer-key-file", "k"}, nil, []string{"must be given together"}},
+		{"peer allowed CN without TLS", []string{"--peer-cert-allowed-cn", "x"}, nil, []string{"--peer-cert-allowed-cn needs"}},
+
 		{"empty name", []string{"--name="}, nil, []string{"--name"}},
 		{"name with comma", []string{"--name", "a,b"}, nil, []string{"--name", "a,b"}},
 		{"name with slash", []string{"--name", "../x"}, nil, []string{"--name"}},
@@ -345,6 +358,9 @@ func TestParseConfigHelp(t *testing.T) {
 func TestFlagNames(t *testing.T) {
 	want := []string{"name", "data-dir", "api-addr", "peer-addr", "initial-cluster", "join", "log-level",
 		"tls-cert-file", "tls-private-key-file", "client-ca-file", "token-auth-file",
+		"service-account-key-file", "service-account-issuer", "api-audiences", "anonymous-auth", "authorization-mode",
+		"max-requests-inflight", "max-mutating-requests-inflight",
+		"peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-cert-allowed-cn",
 		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "debug-addr",
 		"watch-history", "watch-history-age",
 		"election-ping-window", "election-resync", "election-lease-duration", "candidate-gc-age"}
@@ -373,6 +389,10 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		"name": "envnode", "data-dir": "/d", "api-addr": "127.0.0.1:1", "peer-addr": "127.0.0.1:2",
 		"initial-cluster": "envnode=127.0.0.1:2,b=127.0.0.1:3", "join": "http://127.0.0.1:7001", "log-level": "error",
 		"tls-cert-file": "c", "tls-private-key-file": "k", "client-ca-file": "ca", "token-auth-file": "t",
+		"service-account-key-file": "sa1.pem,sa2.pem", "service-account-issuer": "https://a,https://b",
+		"api-audiences": "x,y", "anonymous-auth": "true", "authorization-mode": "AlwaysAllow",
+		"max-requests-inflight": "23", "max-mutating-requests-inflight": "24",
+		"peer-cert-file": "pc", "peer-key-file": "pk", "peer-trusted-ca-file": "pca", "peer-cert-allowed-cn": "cn",
 		"snapshot-threshold": "11", "snapshot-interval": "12s", "trailing-logs": "13",
 		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "debug-addr": "127.0.0.1:16",
 		"watch-history": "17", "watch-history-age": "18s",
@@ -395,6 +415,10 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		InitialCluster: []Peer{{"envnode", "127.0.0.1:2"}, {"b", "127.0.0.1:3"}},
 		Join:           "http://127.0.0.1:7001", LogLevel: "error",
 		TLSCertFile: "c", TLSPrivateKeyFile: "k", ClientCAFile: "ca", TokenAuthFile: "t",
+		ServiceAccountKeyFiles: []string{"sa1.pem", "sa2.pem"}, ServiceAccountIssuers: []string{"https://a", "https://b"},
+		APIAudiences: []string{"x", "y"}, AnonymousAuth: true, AuthorizationMode: "AlwaysAllow",
+		MaxRequestsInflight: 23, MaxMutatingRequestsInflight: 24,
+		PeerCertFile: "pc", PeerKeyFile: "pk", PeerTrustedCAFile: "pca", PeerCertAllowedCN: "cn",
 		SnapshotThreshold: 11, SnapshotInterval: 12 * time.Second, TrailingLogs: 13,
 		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DebugAddr: "127.0.0.1:16",
 		WatchHistory: 17, WatchHistoryAge: 18 * time.Second,

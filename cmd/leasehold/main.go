@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fsm/state"
@@ -50,10 +50,6 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "leasehold: "+err.Error())
 		return 2
 	}
-	if cfg.ClientCAFile != "" || cfg.TokenAuthFile != "" {
-		fmt.Fprintln(stderr, "leasehold: --client-ca-file and --token-auth-file are not supported yet")
-		return 2
-	}
 	logger := hclog.New(&hclog.LoggerOptions{
 		Name:   "leasehold",
 		Level:  hclog.LevelFromString(cfg.LogLevel),
@@ -71,9 +67,40 @@ func serve(cfg Config, logger hclog.Logger) error {
 	if err != nil {
 		return err
 	}
-	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, DialRewrite: rewrite, Logger: logger.Named("transport")})
+	authn, err := auth.NewAuthenticator(auth.Config{
+		ClientCAFile:           cfg.ClientCAFile,
+		TokenAuthFile:          cfg.TokenAuthFile,
+		ServiceAccountKeyFiles: cfg.ServiceAccountKeyFiles,
+		ServiceAccountIssuers:  cfg.ServiceAccountIssuers,
+		APIAudiences:           cfg.APIAudiences,
+		Anonymous:              cfg.AnonymousAuth,
+	})
 	if err != nil {
 		return err
+	}
+	authz, err := auth.NewAuthorizer(cfg.AuthorizationMode)
+	if err != nil {
+		return err
+	}
+	var cert *servingCert
+	if cfg.TLSCertFile != "" {
+		if cert, err = newServingCert(cfg.TLSCertFile, cfg.TLSPrivateKeyFile, logger.Named("tls")); err != nil {
+			return err
+		}
+	}
+	var peerTLS *transport.PeerTLS
+	if cfg.PeerCertFile != "" {
+		peerTLS = &transport.PeerTLS{CertFile: cfg.PeerCertFile, KeyFile: cfg.PeerKeyFile, TrustedCAFile: cfg.PeerTrustedCAFile, AllowedCN: cfg.PeerCertAllowedCN}
+	}
+	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, DialRewrite: rewrite, TLS: peerTLS, Logger: logger.Named("transport")})
+	if err != nil {
+		return err
+	}
+	if !(auth.Config{ClientCAFile: cfg.ClientCAFile, TokenAuthFile: cfg.TokenAuthFile, ServiceAccountKeyFiles: cfg.ServiceAccountKeyFiles}).Configured() {
+		logger.Warn("no authenticator is configured: anyone who reaches the API port may do anything (see --client-ca-file, --token-auth-file, --service-account-key-file)")
+	}
+	if peerTLS == nil {
+		logger.Warn("the peer port is plain TCP: anyone who reaches it can act as a member (see --peer-cert-file)")
 	}
 	peers := make([]cluster.Peer, len(cfg.InitialCluster))
 	for i, p := range cfg.InitialCluster {
@@ -128,6 +155,11 @@ func serve(cfg Config, logger hclog.Logger) error {
 		Gatherer:     reg,
 		WriteTimeout: cfg.WriteTimeout,
 		Elections:    func() any { return elections.Status() },
+
+		Authenticator:               authn,
+		Authorizer:                  authz,
+		MaxRequestsInflight:         cfg.MaxRequestsInflight,
+		MaxMutatingRequestsInflight: cfg.MaxMutatingRequestsInflight,
 	})
 
 	// Cancelling baseCtx ends every request still running, watches
@@ -140,28 +172,22 @@ func serve(cfg Config, logger hclog.Logger) error {
 		defer close(electionDone)
 		elections.Run(baseCtx)
 	}()
-	srv := &http.Server{
-		Handler:           api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return baseCtx },
-		ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
+	srv := apiServer(api.Handler(), cert, authn.ClientCAs())
+	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
+	srv.ErrorLog = logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		node.Close()
 		return fmt.Errorf("listen on API address %s: %w", cfg.APIAddr, err)
 	}
-	if cfg.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCertFile, cfg.TLSPrivateKeyFile)
-		if err != nil {
-			ln.Close()
-			node.Close()
-			return fmt.Errorf("load TLS key pair: %w", err)
-		}
-		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
-	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() {
+		if cert != nil {
+			serveErr <- srv.ServeTLS(ln, "", "")
+		} else {
+			serveErr <- srv.Serve(ln)
+		}
+	}()
 	logger.Info("serving", "api", cfg.APIAddr, "peer", cfg.PeerAddr, "data", cfg.DataDir)
 
 	var debugSrv *http.Server

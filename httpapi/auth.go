@@ -1,0 +1,98 @@
+package httpapi
+
+import (
+	"net/http"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+
+	"github.com/leasehold/leasehold/auth"
+)
+
+// openPaths answer without credentials, so that probes and load balancers
+// need none.
+var openPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}
+
+// guard runs kube-apiserver's order of checks before a request reaches the
+// API: authentication (401), the in-flight limits (429), authorization
+// (403). A request refused at any step has no effect, and an
+// unauthenticated one takes no in-flight slot.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if openPaths[req.URL.Path] {
+			next.ServeHTTP(w, req)
+			return
+		}
+		u, err := s.authn.Authenticate(req)
+		if err != nil {
+			s.writeError(w, req, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		attrs, err := auth.Attributes(req, u)
+		if err != nil {
+			s.writeError(w, req, apierrors.NewInternalError(err))
+			return
+		}
+		if release, ok := s.inflight.acquire(attrs); !ok {
+			// kube-apiserver answers 429 in plain text, not a Status;
+			// client-go retries it because of Retry-After.
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
+			return
+		} else {
+			defer release()
+		}
+		decision, reason, err := s.authz.Authorize(req.Context(), attrs)
+		if decision != authorizer.DecisionAllow {
+			if err != nil {
+				// An authorizer that failed is not a refusal: kube-apiserver
+				// answers 500 so the client retries.
+				s.writeError(w, req, apierrors.NewInternalError(err))
+				return
+			}
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			s.writeError(w, req, auth.Forbidden(attrs, reason))
+			return
+		}
+		next.ServeHTTP(w, req.WithContext(auth.WithUser(req.Context(), u)))
+	})
+}
+
+// inflight holds kube-apiserver's --max-requests-inflight and
+// --max-mutating-requests-inflight: get, list and watch count as read-only,
+// everything else as mutating. Watches (long-running) and system:masters
+// are never counted. A zero limit is no limit.
+type inflight struct {
+	readOnly, mutating chan struct{}
+}
+
+func newInflight(readOnly, mutating int) *inflight {
+	l := &inflight{}
+	if readOnly > 0 {
+		l.readOnly = make(chan struct{}, readOnly)
+	}
+	if mutating > 0 {
+		l.mutating = make(chan struct{}, mutating)
+	}
+	return l
+}
+
+func (l *inflight) acquire(a authorizer.Attributes) (release func(), ok bool) {
+	if a.GetVerb() == "watch" || auth.IsMaster(a.GetUser()) {
+		return func() {}, true
+	}
+	slots := l.mutating
+	switch a.GetVerb() {
+	case "get", "list":
+		slots = l.readOnly
+	}
+	if slots == nil {
+		return func() {}, true
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, true
+	default:
+		return nil, false
+	}
+}
