@@ -36,6 +36,18 @@ type Options struct {
 	// State bounds what each member's store retains (watch history, read
 	// views); zero fields take the store's defaults.
 	State state.Config
+	// PeerTLS, if set, gives each member (by name: n1, n2, ...) its peer
+	// port's mutual TLS; nil from it, or no PeerTLS, means plain TCP.
+	// internal/testpki makes the files.
+	PeerTLS func(name string) *transport.PeerTLS
+}
+
+// peerTLS is member name's peer TLS, nil for none.
+func (o Options) peerTLS(name string) *transport.PeerTLS {
+	if o.PeerTLS == nil {
+		return nil
+	}
+	return o.PeerTLS(name)
 }
 
 // Node is one in-process member.
@@ -79,12 +91,12 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	// Reserve the ports first: the initial cluster names every address.
 	muxes := make([]*transport.Mux, n)
 	for i := range n {
-		m, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+		name := fmt.Sprintf("n%d", i+1)
+		m, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0", TLS: opts.peerTLS(name)})
 		if err != nil {
 			t.Fatal(err)
 		}
 		muxes[i] = m
-		name := fmt.Sprintf("n%d", i+1)
 		c.peers = append(c.peers, cluster.Peer{Name: name, Addr: m.Addr().String()})
 		c.Nodes = append(c.Nodes, &Node{Name: name, PeerAddr: m.Addr().String(), DataDir: t.TempDir()})
 	}
@@ -180,7 +192,7 @@ func (c *Cluster) Restart(i int) {
 	// The old sockets may linger for a moment.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		mux, err = transport.Listen(transport.Config{Addr: n.PeerAddr})
+		mux, err = transport.Listen(transport.Config{Addr: n.PeerAddr, TLS: c.opts.peerTLS(n.Name)})
 		if err == nil {
 			ln, err = net.Listen("tcp", n.APIAddr)
 			if err != nil {
