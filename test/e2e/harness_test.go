@@ -147,6 +147,26 @@ func tailFile(path string, n int) string {
 // httpc is for health and status requests: short, bounded.
 var httpc = &http.Client{Timeout: 2 * time.Second}
 
+// apiCredentials are how the tests reach a node started with TLS: its CA
+// and a client certificate of system:masters.
+type apiCredentials struct {
+	rest rest.TLSClientConfig
+	http *http.Client
+}
+
+// secureAPIs maps the API address of each node started with TLS to the
+// credentials for it; every other node serves plain HTTP.
+var secureAPIs sync.Map // apiAddr → *apiCredentials
+
+// apiURL is the base URL of the API at apiAddr and the client for health
+// and status requests to it.
+func apiURL(apiAddr string) (string, *http.Client) {
+	if creds, ok := secureAPIs.Load(apiAddr); ok {
+		return "https://" + apiAddr, creds.(*apiCredentials).http
+	}
+	return "http://" + apiAddr, httpc
+}
+
 // clusterStatus is GET /cluster/status as docs/cli.md describes it.
 type clusterStatus struct {
 	Name   string `json:"name"`
@@ -167,7 +187,8 @@ type clusterStatus struct {
 
 func getStatus(apiAddr string) (clusterStatus, error) {
 	var st clusterStatus
-	resp, err := httpc.Get("http://" + apiAddr + "/cluster/status")
+	base, c := apiURL(apiAddr)
+	resp, err := c.Get(base + "/cluster/status")
 	if err != nil {
 		return st, err
 	}
@@ -184,7 +205,8 @@ func getStatus(apiAddr string) (clusterStatus, error) {
 
 // getReady returns the /readyz status code and body.
 func getReady(apiAddr string) (int, string, error) {
-	resp, err := httpc.Get("http://" + apiAddr + "/readyz")
+	base, c := apiURL(apiAddr)
+	resp, err := c.Get(base + "/readyz")
 	if err != nil {
 		return 0, "", err
 	}
@@ -196,10 +218,14 @@ func getReady(apiAddr string) (int, string, error) {
 // clientConfig is a client-go configuration for the API at apiAddr, in
 // protobuf or JSON, without client-side rate limiting.
 func clientConfig(apiAddr string, protobuf bool) *rest.Config {
+	base, _ := apiURL(apiAddr)
 	cfg := &rest.Config{
-		Host:    "http://" + apiAddr,
+		Host:    base,
 		QPS:     -1,
 		Timeout: 20 * time.Second,
+	}
+	if creds, ok := secureAPIs.Load(apiAddr); ok {
+		cfg.TLSClientConfig = creds.(*apiCredentials).rest
 	}
 	if protobuf {
 		cfg.ContentType = "application/vnd.kubernetes.protobuf"
@@ -274,6 +300,13 @@ var clusterNames = []string{"n1", "n2", "n3"}
 // test; the logs' tails are printed when the test failed.
 func newProcCluster(t *testing.T, extra ...string) *procCluster {
 	t.Helper()
+	return newProcClusterWith(t, nil, extra...)
+}
+
+// newProcClusterWith is newProcCluster for nodes started with TLS (creds
+// non-nil): the harness reaches them with creds.
+func newProcClusterWith(t *testing.T, creds *apiCredentials, extra ...string) *procCluster {
+	t.Helper()
 	dir := t.TempDir()
 	pc := &procCluster{t: t, dir: dir}
 	ports := freePorts(t, 2*len(clusterNames))
@@ -290,6 +323,10 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 		pc.nodes = append(pc.nodes, n)
 	}
 	for _, n := range pc.nodes {
+		if creds != nil {
+			secureAPIs.Store(n.apiAddr, creds)
+			t.Cleanup(func() { secureAPIs.Delete(n.apiAddr) })
+		}
 		n.args = []string{
 			"--name", n.name,
 			"--data-dir", n.dataDir,

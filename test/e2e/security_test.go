@@ -1,0 +1,467 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+	coordv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/internal/testpki"
+)
+
+// securePKI is what a secured cluster's tests hold: the API's CA and
+// credentials, the peer CA, and the service-account signing key.
+type securePKI struct {
+	apiCA, peerCA *testpki.CA
+	admin         *testpki.Cert // CN admin, O system:masters
+	saKey         *rsa.PrivateKey
+	saKeyID       string
+	kubeconfig    string
+}
+
+const (
+	saIssuer   = "https://issuer.leasehold.test"
+	aliceToken = "alice-0123456789abcdef"
+	peerCN     = "leasehold-peer"
+)
+
+// newSecureCluster starts n1..n3 with everything on: TLS on the API,
+// client certificates, a token file and service-account keys, and mutual
+// TLS on the peer port with a CA of its own and a required CN.
+func newSecureCluster(t *testing.T) (*procCluster, *securePKI) {
+	t.Helper()
+	dir := t.TempDir()
+	p := &securePKI{apiCA: testpki.NewCA(t), peerCA: testpki.NewCA(t)}
+	serving := p.apiCA.Issue(t, "leasehold", nil, testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
+	peer := p.peerCA.Issue(t, peerCN, nil)
+	p.admin = p.apiCA.Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageClientAuth))
+
+	tokens := filepath.Join(dir, "tokens.csv")
+	mustWrite(t, tokens, aliceToken+`,alice,u-alice,"team-a,team-b"`+"\n")
+	var err error
+	if p.saKey, err = rsa.GenerateKey(rand.Reader, 2048); err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(&p.saKey.PublicKey)
+	sum := sha256.Sum256(der)
+	p.saKeyID = base64.RawURLEncoding.EncodeToString(sum[:])
+	saPub := filepath.Join(dir, "sa.pub")
+	mustWrite(t, saPub, string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})))
+
+	creds := &apiCredentials{
+		rest: rest.TLSClientConfig{CAData: p.apiCA.CertPEM(), CertData: p.admin.CertPEM, KeyData: p.admin.KeyPEM},
+		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig:   &tls.Config{RootCAs: p.apiCA.Pool(), Certificates: []tls.Certificate{p.admin.TLSCertificate()}},
+			ForceAttemptHTTP2: true,
+		}},
+	}
+	pc := newProcClusterWith(t, creds,
+		"--tls-cert-file", serving.CertFile, "--tls-private-key-file", serving.KeyFile,
+		"--client-ca-file", p.apiCA.CertFile, "--token-auth-file", tokens,
+		"--service-account-key-file", saPub, "--service-account-issuer", saIssuer,
+		"--peer-cert-file", peer.CertFile, "--peer-key-file", peer.KeyFile,
+		"--peer-trusted-ca-file", p.peerCA.CertFile, "--peer-cert-allowed-cn", peerCN,
+	)
+	p.kubeconfig = filepath.Join(dir, "kubeconfig")
+	mustWrite(t, p.kubeconfig, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: leasehold
+  cluster: {server: "https://%s", certificate-authority-data: %s}
+users:
+- name: admin
+  user: {client-certificate-data: %s, client-key-data: %s}
+contexts:
+- name: leasehold
+  context: {cluster: leasehold, user: admin, namespace: default}
+current-context: leasehold
+`, pc.nodes[1].apiAddr, b64(p.apiCA.CertPEM()), b64(p.admin.CertPEM), b64(p.admin.KeyPEM)))
+	return pc, p
+}
+
+func mustWrite(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// serviceAccountToken signs a JWT as kube-apiserver issues one to
+// system:serviceaccount:team-a:elector, with claims changed by edit.
+func (p *securePKI) serviceAccountToken(t *testing.T, key *rsa.PrivateKey, edit func(*jwt.Claims)) string {
+	t.Helper()
+	now := time.Now()
+	claims := jwt.Claims{
+		Issuer: saIssuer, Subject: "system:serviceaccount:team-a:elector", Audience: jwt.Audience{saIssuer},
+		IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), Expiry: jwt.NewNumericDate(now.Add(time.Hour)),
+		ID: "jti-1",
+	}
+	if edit != nil {
+		edit(&claims)
+	}
+	private := map[string]any{"kubernetes.io": map[string]any{
+		"namespace":      "team-a",
+		"serviceaccount": map[string]any{"name": "elector", "uid": "sa-uid-1"},
+		"pod":            map[string]any{"name": "elector-0", "uid": "pod-uid-1"},
+	}}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
+		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", p.saKeyID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(signer).Claims(claims).Claims(private).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// client is an HTTPS client of the API CA with the given client
+// certificates (none: token users, strangers).
+func (p *securePKI) client(certs ...*testpki.Cert) *http.Client {
+	cfg := &tls.Config{RootCAs: p.apiCA.Pool()}
+	for _, c := range certs {
+		cfg.Certificates = append(cfg.Certificates, c.TLSCertificate())
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+}
+
+type answer struct {
+	code   int
+	header http.Header
+	body   string
+	proto  int
+}
+
+func call(t *testing.T, c *http.Client, method, url, authz string, body []byte) answer {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if authz != "" {
+		req.Header.Set("Authorization", authz)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return answer{resp.StatusCode, resp.Header, string(b), resp.ProtoMajor}
+}
+
+// unauthorizedBody is kube-apiserver's 401, byte for byte.
+const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}` + "\n"
+
+// A secured cluster: only the right clients get into the API and only
+// members onto the peer port; what a refused request tried did not happen.
+func TestSecureCluster(t *testing.T) {
+	pc, p := newSecureCluster(t)
+	n1 := pc.nodes[0]
+	base := "https://" + n1.apiAddr
+	ctx := context.Background()
+	leasePath := "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+	t.Run("members replicate over mutual TLS", func(t *testing.T) {
+		leader := pc.leader(10 * time.Second)
+		var follower *procNode
+		for _, n := range pc.nodes {
+			if n.name != leader {
+				follower = n
+				break
+			}
+		}
+		holder := "admin-wrote-this"
+		created, err := follower.protoClient.CoordinationV1().Leases("default").Create(ctx, &coordv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: "replicated"}, Spec: coordv1.LeaseSpec{HolderIdentity: &holder},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("create through follower %s: %v", follower.name, err)
+		}
+		for _, n := range pc.nodes {
+			got, err := n.jsonClient.CoordinationV1().Leases("default").Get(ctx, "replicated", metav1.GetOptions{})
+			if err != nil || got.ResourceVersion != created.ResourceVersion {
+				t.Fatalf("%s: %v %+v", n.name, err, got)
+			}
+		}
+	})
+
+	t.Run("HTTP/2 with a client certificate", func(t *testing.T) {
+		a := call(t, p.client(p.admin), "GET", base+"/version", "", nil)
+		if a.code != 200 || a.proto != 2 {
+			t.Fatalf("GET /version: %d over HTTP/%d: %s", a.code, a.proto, a.body)
+		}
+	})
+
+	t.Run("health needs no credentials", func(t *testing.T) {
+		for _, path := range []string{"/livez", "/readyz", "/healthz"} {
+			if a := call(t, p.client(), "GET", base+path, "", nil); a.code != 200 {
+				t.Errorf("GET %s: %d %s", path, a.code, a.body)
+			}
+		}
+	})
+
+	t.Run("bad credentials get 401 and change nothing", func(t *testing.T) {
+		otherKey, _ := rsa.GenerateKey(rand.Reader, 2048)
+		foreign := testpki.NewCA(t).Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageClientAuth))
+		expired := p.apiCA.Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageClientAuth), testpki.Expired())
+		serverOnly := p.apiCA.Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
+		peerCert := p.peerCA.Issue(t, peerCN, nil)
+		creds := []struct {
+			name   string
+			client *http.Client
+			authz  string
+		}{
+			{"none", p.client(), ""},
+			{"unknown token", p.client(), "Bearer not-a-token"},
+			{"basic", p.client(), "Basic " + b64([]byte("admin:admin"))},
+			{"certificate of a foreign CA", p.client(foreign), ""},
+			{"expired certificate", p.client(expired), ""},
+			{"certificate without clientAuth", p.client(serverOnly), ""},
+			{"peer certificate", p.client(peerCert), ""},
+			{"JWT signed by another key", p.client(), "Bearer " + p.serviceAccountToken(t, otherKey, nil)},
+			{"expired JWT", p.client(), "Bearer " + p.serviceAccountToken(t, p.saKey, func(c *jwt.Claims) {
+				c.Expiry = jwt.NewNumericDate(time.Now().Add(-2 * time.Minute))
+			})},
+			{"JWT for another audience", p.client(), "Bearer " + p.serviceAccountToken(t, p.saKey, func(c *jwt.Claims) {
+				c.Audience = jwt.Audience{"https://elsewhere"}
+			})},
+		}
+		body, _ := json.Marshal(coordv1.Lease{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"},
+			ObjectMeta: metav1.ObjectMeta{Name: "intruder"},
+		})
+		requests := []struct {
+			method, path string
+			body         []byte
+		}{
+			{"POST", leasePath, body},
+			{"GET", leasePath + "/replicated", nil},
+			{"GET", leasePath, nil},
+			{"GET", leasePath + "?watch=true&timeoutSeconds=1", nil},
+			{"DELETE", leasePath + "/replicated", nil},
+			{"GET", "/metrics", nil},
+			{"GET", "/cluster/status", nil},
+			{"POST", "/cluster/join", []byte(`{"name":"n9","peerAddr":"127.0.0.1:1"}`)},
+			{"GET", "/apis", nil},
+			{"GET", "/no/such/path", nil},
+		}
+		for _, c := range creds {
+			for _, r := range requests {
+				a := call(t, c.client, r.method, base+r.path, c.authz, r.body)
+				if a.code != 401 || a.body != unauthorizedBody || a.header.Get("Content-Type") != "application/json" ||
+					a.header.Get("Cache-Control") != "no-cache, private" {
+					t.Errorf("%s: %s %s: %d %v %q", c.name, r.method, r.path, a.code, a.header, a.body)
+				}
+			}
+		}
+		if _, err := n1.jsonClient.CoordinationV1().Leases("default").Get(ctx, "intruder", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			t.Errorf("a refused create wrote the Lease: %v", err)
+		}
+		if _, err := n1.jsonClient.CoordinationV1().Leases("default").Get(ctx, "replicated", metav1.GetOptions{}); err != nil {
+			t.Errorf("a refused delete removed the Lease: %v", err)
+		}
+		if st, err := pc.status("n1"); err != nil || len(st.Members) != 3 {
+			t.Errorf("a refused join changed the members: %v %+v", err, st.Members)
+		}
+	})
+
+	t.Run("who is who", func(t *testing.T) {
+		review := []byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`)
+		whoami := func(c *http.Client, authz string) map[string]any {
+			t.Helper()
+			a := call(t, c, "POST", base+"/apis/authentication.k8s.io/v1/selfsubjectreviews", authz, review)
+			var r struct {
+				Status struct {
+					UserInfo map[string]any `json:"userInfo"`
+				} `json:"status"`
+			}
+			if a.code != 201 || json.Unmarshal([]byte(a.body), &r) != nil {
+				t.Fatalf("selfsubjectreview: %d %s", a.code, a.body)
+			}
+			return r.Status.UserInfo
+		}
+		groups := func(u map[string]any) []string {
+			var g []string
+			for _, x := range u["groups"].([]any) {
+				g = append(g, x.(string))
+			}
+			return g
+		}
+		u := whoami(p.client(p.admin), "")
+		if u["username"] != "admin" || !slices.Equal(groups(u), []string{"system:masters", "system:authenticated"}) {
+			t.Errorf("client certificate: %v", u)
+		}
+		u = whoami(p.client(), "Bearer "+aliceToken)
+		if u["username"] != "alice" || u["uid"] != "u-alice" || !slices.Equal(groups(u), []string{"team-a", "team-b", "system:authenticated"}) {
+			t.Errorf("token: %v", u)
+		}
+		u = whoami(p.client(), "Bearer "+p.serviceAccountToken(t, p.saKey, nil))
+		if u["username"] != "system:serviceaccount:team-a:elector" || u["uid"] != "sa-uid-1" ||
+			!slices.Equal(groups(u), []string{"system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"}) {
+			t.Errorf("service account: %v", u)
+		}
+		// A token user may write (AlwaysAllow): the union lets a token in.
+		lease := []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"alices"},"spec":{"holderIdentity":"alice"}}`)
+		if a := call(t, p.client(), "POST", base+leasePath, "Bearer "+aliceToken, lease); a.code != 201 {
+			t.Errorf("alice's create: %d %s", a.code, a.body)
+		}
+	})
+
+	t.Run("kubectl", func(t *testing.T) {
+		kubectlWith := func(kubeconfig string, args ...string) (string, string, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
+			cmd.Env = cleanEnv("HOME=" + t.TempDir())
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			return stdout.String(), stderr.String(), err
+		}
+		kubectl := func(args ...string) (string, string, error) { return kubectlWith(p.kubeconfig, args...) }
+		if out, errOut, err := kubectl("get", "leases", "-o", "name"); err != nil || !strings.Contains(out, "lease.coordination.k8s.io/replicated") {
+			t.Errorf("kubectl get leases: %v\n%s%s", err, out, errOut)
+		}
+		if out, errOut, err := kubectl("auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); err != nil || out != "admin" {
+			t.Errorf("kubectl auth whoami: %v %q %s", err, out, errOut)
+		}
+		if out, errOut, err := kubectl("auth", "can-i", "update", "leases"); err != nil || strings.TrimSpace(out) != "yes" {
+			t.Errorf("kubectl auth can-i: %v %q %s", err, out, errOut)
+		}
+		if out, errOut, err := kubectl("auth", "can-i", "--list"); err != nil || !strings.Contains(out, "*.*") {
+			t.Errorf("kubectl auth can-i --list: %v %q %s", err, out, errOut)
+		}
+		// A user with a wrong token and no certificate.
+		stranger := filepath.Join(t.TempDir(), "kubeconfig")
+		mustWrite(t, stranger, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: leasehold
+  cluster: {server: "https://%s", certificate-authority-data: %s}
+users:
+- name: stranger
+  user: {token: wrong}
+contexts:
+- name: leasehold
+  context: {cluster: leasehold, user: stranger}
+current-context: leasehold
+`, n1.apiAddr, b64(p.apiCA.CertPEM())))
+		_, errOut, err := kubectlWith(stranger, "get", "leases")
+		if err == nil || !strings.Contains(errOut, "error: You must be logged in to the server (") {
+			t.Errorf("kubectl with a wrong token: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("strangers on the peer port", func(t *testing.T) {
+		before, err := pc.status("n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Plain TCP: an RPC type byte and a would-be gob request. The
+		// server reads a TLS ClientHello and finds none: closed.
+		conn, err := net.DialTimeout("tcp", n1.peerAddr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = conn.Write(append([]byte{2}, bytes.Repeat([]byte{0xff}, 64)...))
+		if _, err := io.ReadAll(conn); err != nil && !isClosed(err) {
+			t.Errorf("plain TCP: want the connection closed, got %v", err)
+		}
+		conn.Close()
+		// TLS with certificates the peer port must refuse: the API's
+		// admin (another CA), and a peer CA certificate with another CN.
+		for name, cert := range map[string]*testpki.Cert{
+			"API CA admin": p.admin,
+			"wrong CN":     p.peerCA.Issue(t, "not-a-peer", nil),
+		} {
+			c, err := tls.DialWithDialer(&net.Dialer{Timeout: 2 * time.Second}, "tcp", n1.peerAddr, &tls.Config{
+				RootCAs: p.peerCA.Pool(), Certificates: []tls.Certificate{cert.TLSCertificate()}, ServerName: "127.0.0.1",
+			})
+			if err != nil {
+				continue // refused in the handshake
+			}
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = c.Write([]byte{2})
+			var b [1]byte
+			if _, err := c.Read(b[:]); err == nil {
+				t.Errorf("%s: the peer port answered", name)
+			}
+			c.Close()
+		}
+		after, err := pc.status("n1")
+		if err != nil || after.Term != before.Term || len(after.Members) != 3 {
+			t.Errorf("strangers changed the cluster: %+v → %+v (%v)", before, after, err)
+		}
+	})
+
+	t.Run("a rotated serving certificate is served without a restart", func(t *testing.T) {
+		fresh := p.apiCA.Issue(t, "leasehold-rotated", nil, testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
+		serving := argAfter(n1.args, "--tls-cert-file")
+		key := argAfter(n1.args, "--tls-private-key-file")
+		// The key first: a certificate without its key fails to load, and
+		// the node keeps the old pair until both match.
+		mustWrite(t, key, string(fresh.KeyPEM))
+		mustWrite(t, serving, string(fresh.CertPEM))
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, err := tls.Dial("tcp", n1.apiAddr, &tls.Config{RootCAs: p.apiCA.Pool(), ServerName: "127.0.0.1"})
+			if err == nil {
+				cn := c.ConnectionState().PeerCertificates[0].Subject.CommonName
+				c.Close()
+				if cn == "leasehold-rotated" {
+					break
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still serving the old certificate (%v)", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+}
+
+func argAfter(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+func isClosed(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "reset by peer") || strings.Contains(s, "EOF") || strings.Contains(s, "broken pipe")
+}
