@@ -21,7 +21,9 @@ import (
 // to the peers it connects to, so it carries both the serverAuth and the
 // clientAuth extended key usages (or none), and SANs that name the host of
 // the node's peer address as the other members dial it (an IP SAN for an
-// IP address). Listen refuses files that do not meet this.
+// IP address). Listen refuses files that do not load, and a certificate
+// that is not valid, for both usages, under the trusted CAs; the SANs it
+// cannot check, not knowing how the others dial this node.
 //
 // The files are read again when one of them changes (by modification time
 // or size), at the next connection made or accepted: a rotated certificate
