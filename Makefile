@@ -12,7 +12,7 @@ build:
 cluster:
 	scripts/cluster.sh start
 	@echo
-	@echo "try: kubectl --server http://127.0.0.1:$$(( $${API_PORT_BASE:-7000} + 1 )) get leases -A"
+	@echo "try: kubectl --kubeconfig $${LEASEHOLD_DATA:-data/cluster}/kubeconfig get leases -A"
 
 stop:
 	scripts/cluster.sh stop

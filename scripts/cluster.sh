@@ -8,6 +8,12 @@
 #   scripts/cluster.sh stop           SIGTERM all nodes and wait (SIGKILL after STOP_TIMEOUT)
 #   scripts/cluster.sh clean          stop and remove the data
 #
+# The nodes start secured: on first start the script makes a local CA under
+# $LEASEHOLD_DATA/pki (openssl), a serving certificate for 127.0.0.1, a peer
+# certificate for mutual TLS between the nodes, an admin client certificate
+# (group system:masters) and $LEASEHOLD_DATA/kubeconfig, which kubectl and
+# client-go use as they are: kubectl --kubeconfig $LEASEHOLD_DATA/kubeconfig get leases
+#
 # Environment:
 #   LEASEHOLD_DATA   data root, default <repo>/data/cluster; node nI uses $LEASEHOLD_DATA/nI/
 #                    (data dir nI/data, log nI/nI.log, pid file nI/nI.pid, start flags nI/nI.args)
@@ -52,7 +58,10 @@ DATA=${DATA%/}
 BIN=${LEASEHOLD_BIN:-$ROOT/bin/leasehold}
 [[ $BIN == /* ]] || BIN=$PWD/$BIN
 
-CURL=(curl -sS --connect-timeout 1 --max-time 2)
+PKI=$DATA/pki
+KUBECONFIG_FILE=$DATA/kubeconfig
+# The script talks to the nodes as the admin of the local CA.
+CURL=(curl -sS --connect-timeout 1 --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
 
 # ---------------------------------------------------------------- per-node values
 
@@ -75,7 +84,7 @@ pid_file() { echo "$DATA/$1/$1.pid"; }
 args_file() { echo "$DATA/$1/$1.args"; }
 api_port() { echo $((API_PORT_BASE + $(node_index "$1"))); }
 peer_port() { echo $((PEER_PORT_BASE + $(node_index "$1"))); }
-api_url() { echo "http://127.0.0.1:$(api_port "$1")"; }
+api_url() { echo "https://127.0.0.1:$(api_port "$1")"; }
 
 initial_cluster() { # byte-identical for every node, same order
 	local n out=""
@@ -198,6 +207,65 @@ build_if_needed() {
 	(cd "$ROOT" && go build -o "$BIN" ./cmd/leasehold) || die "go build failed"
 }
 
+# ---------------------------------------------------------------- certificates
+
+# issue NAME SUBJECT EXTENSIONS: a key and a certificate signed by the local CA.
+issue() {
+	local name=$1 subj=$2 ext=$3
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$subj" \
+		-keyout "$PKI/$name.key" -out "$PKI/$name.csr" 2>/dev/null || die "openssl: cannot make $name's key"
+	printf '%s\n' "$ext" >"$PKI/$name.ext"
+	openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
+		-days 365 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null || die "openssl: cannot sign $name's certificate"
+	rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+	chmod 600 "$PKI/$name.key"
+}
+
+# ensure_pki: the local CA and every certificate the cluster uses, made once.
+ensure_pki() {
+	[[ -s $PKI/ca.crt && -s $PKI/server.crt && -s $PKI/peer.crt && -s $PKI/admin.crt && -s $KUBECONFIG_FILE ]] && return 0
+	command -v openssl >/dev/null 2>&1 || die "openssl is needed to make the cluster's certificates"
+	say "making a local CA and certificates in $PKI"
+	mkdir -p "$PKI"
+	chmod 700 "$PKI"
+	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -sha256 \
+		-subj "/CN=leasehold local CA" -addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign" \
+		-keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null || die "openssl: cannot make the CA"
+	chmod 600 "$PKI/ca.key"
+	local san="subjectAltName=IP:127.0.0.1,DNS:localhost"
+	issue server "/CN=leasehold" "$san
+extendedKeyUsage=serverAuth
+keyUsage=critical,digitalSignature"
+	issue peer "/CN=leasehold-peer" "$san
+extendedKeyUsage=serverAuth,clientAuth
+keyUsage=critical,digitalSignature"
+	issue admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth
+keyUsage=critical,digitalSignature"
+	cat >"$KUBECONFIG_FILE" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: leasehold
+  cluster:
+    server: $(api_url n1)
+    certificate-authority: $PKI/ca.crt
+users:
+- name: admin
+  user:
+    client-certificate: $PKI/admin.crt
+    client-key: $PKI/admin.key
+contexts:
+- name: leasehold
+  context:
+    cluster: leasehold
+    user: admin
+    namespace: default
+current-context: leasehold
+EOF
+	chmod 600 "$KUBECONFIG_FILE"
+}
+
 # ---------------------------------------------------------------- start / stop
 
 node_args() { # the flags a node starts with, one per line
@@ -207,7 +275,14 @@ node_args() { # the flags a node starts with, one per line
 		"--data-dir=$(data_dir "$n")" \
 		"--api-addr=127.0.0.1:$(api_port "$n")" \
 		"--peer-addr=127.0.0.1:$(peer_port "$n")" \
-		"--initial-cluster=$(initial_cluster)"
+		"--initial-cluster=$(initial_cluster)" \
+		"--tls-cert-file=$PKI/server.crt" \
+		"--tls-private-key-file=$PKI/server.key" \
+		"--client-ca-file=$PKI/ca.crt" \
+		"--peer-cert-file=$PKI/peer.crt" \
+		"--peer-key-file=$PKI/peer.key" \
+		"--peer-trusted-ca-file=$PKI/ca.crt" \
+		"--peer-cert-allowed-cn=leasehold-peer"
 }
 
 # launch NAME ARGSFILE: start the node in its own session, record its pid.
@@ -306,10 +381,12 @@ print_summary() {
 		echo "$n  $(api_url "$n")  pid $pid  log $(log_file "$n")"
 	done
 	echo "leader: $(leader_name || echo unknown)"
+	echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
 }
 
 cmd_start() {
 	build_if_needed
+	ensure_pki
 	local n pid started=()
 	for n in "${NODES[@]}"; do
 		if pid=$(node_pid "$n"); then
@@ -334,6 +411,7 @@ cmd_restart() {
 		stop_nodes "$n"
 	fi
 	build_if_needed missing-only # same binary as the running cluster unless it is gone
+	ensure_pki
 	mkdir -p "$(node_dir "$n")"
 	# same flags as the last start; fresh ones if it never started
 	[[ -s $(args_file "$n") ]] || node_args "$n" >"$(args_file "$n")"
@@ -429,6 +507,8 @@ cmd_clean() {
 	for n in "${NODES[@]}"; do
 		rm -rf -- "${DATA:?}/$n"
 	done
+	rm -rf -- "${DATA:?}/pki"
+	rm -f -- "$KUBECONFIG_FILE"
 	# remove the root itself only when nothing else lives in it
 	if rmdir -- "$DATA" 2>/dev/null; then
 		say "removed $DATA"

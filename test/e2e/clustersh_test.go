@@ -3,9 +3,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +22,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // clusterSh runs scripts/cluster.sh with its environment.
@@ -71,6 +75,45 @@ func (c *clusterSh) apiAddr(node string) string {
 }
 
 func (c *clusterSh) dataDir(node string) string { return filepath.Join(c.data, node, "data") }
+
+func (c *clusterSh) caPool() *x509.CertPool {
+	c.t.Helper()
+	pem, err := os.ReadFile(filepath.Join(c.data, "pki", "ca.crt"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		c.t.Fatal("pki/ca.crt holds no certificate")
+	}
+	return pool
+}
+
+// trustPKI lets the harness reach the nodes as the admin the script made.
+func (c *clusterSh) trustPKI() {
+	c.t.Helper()
+	read := func(name string) []byte {
+		b, err := os.ReadFile(filepath.Join(c.data, "pki", name))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		return b
+	}
+	cert, err := tls.X509KeyPair(read("admin.crt"), read("admin.key"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	creds := &apiCredentials{
+		rest: rest.TLSClientConfig{CAData: read("ca.crt"), CertData: read("admin.crt"), KeyData: read("admin.key")},
+		http: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: c.caPool(), Certificates: []tls.Certificate{cert}},
+		}},
+	}
+	for _, n := range clusterNames {
+		secureAPIs.Store(c.apiAddr(n), creds)
+		c.t.Cleanup(func() { secureAPIs.Delete(c.apiAddr(n)) })
+	}
+}
 
 // nodeRow is one line of `cluster.sh status`.
 type nodeRow struct {
@@ -192,8 +235,9 @@ func TestClusterScript(t *testing.T) {
 
 	// start: three URLs and a leader
 	out := c.mustRun("start")
+	c.trustPKI()
 	for _, n := range clusterNames {
-		if url := "http://" + c.apiAddr(n); !strings.Contains(out, url) {
+		if url := "https://" + c.apiAddr(n); !strings.Contains(out, url) {
 			t.Errorf("start output does not show %s's URL %s", n, url)
 		}
 	}
@@ -208,8 +252,8 @@ func TestClusterScript(t *testing.T) {
 	var leaders, followers []string
 	for _, n := range clusterNames {
 		r := rows[n]
-		if r.url != "http://"+c.apiAddr(n) {
-			t.Errorf("status shows %s at %s, want http://%s", n, r.url, c.apiAddr(n))
+		if r.url != "https://"+c.apiAddr(n) {
+			t.Errorf("status shows %s at %s, want https://%s", n, r.url, c.apiAddr(n))
 		}
 		if r.pid == 0 {
 			t.Errorf("status shows no pid for %s", n)
@@ -244,6 +288,25 @@ func TestClusterScript(t *testing.T) {
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create through %s: %v", followers[0], err)
+	}
+
+	// secured: the kubeconfig it printed works with kubectl; no
+	// credentials get 401; the peer port wants a certificate
+	kubeconfig := filepath.Join(data, "kubeconfig")
+	if !strings.Contains(out, kubeconfig) {
+		t.Errorf("start output does not show the kubeconfig %s", kubeconfig)
+	}
+	kctx, kcancel := context.WithTimeout(ctx, 30*time.Second)
+	kout, err := exec.CommandContext(kctx, "kubectl", "--kubeconfig", kubeconfig, "get", "lease", "before-kill", "-o", "jsonpath={.spec.holderIdentity}").CombinedOutput()
+	kcancel()
+	if err != nil || string(kout) != holder {
+		t.Errorf("kubectl with the cluster's kubeconfig: %v %s", err, kout)
+	}
+	anon := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.caPool()}}}
+	if resp, err := anon.Get("https://" + c.apiAddr(leader) + "/apis/coordination.k8s.io/v1/leases"); err != nil || resp.StatusCode != 401 {
+		t.Errorf("a request without credentials: %v %v", err, resp)
+	} else {
+		resp.Body.Close()
 	}
 
 	// kill the leader: it shows as down, its pid is gone
@@ -304,11 +367,11 @@ func TestClusterScript(t *testing.T) {
 		}
 	}
 
-	// clean: the data is gone
+	// clean: the data is gone, certificates and kubeconfig included
 	c.mustRun("clean")
-	for _, n := range clusterNames {
-		if _, err := os.Stat(c.dataDir(n)); !os.IsNotExist(err) {
-			t.Errorf("after clean, %s still exists (%v)", c.dataDir(n), err)
+	for _, p := range []string{c.dataDir("n1"), c.dataDir("n2"), c.dataDir("n3"), filepath.Join(data, "pki"), kubeconfig} {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("after clean, %s still exists (%v)", p, err)
 		}
 	}
 }
