@@ -37,6 +37,8 @@ shift
 for bin in "$A" "$B"; do [[ -x $bin ]] || { echo "scripts/ab.sh: $bin is not an executable" >&2; exit 2; }; done
 
 API_PORT_BASE=${API_PORT_BASE:-7000}
+# leasebench talks plain HTTP: the nodes start open unless SECURE=1.
+export SECURE=${SECURE:-0}
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
 mkdir -p "$RESULTS"

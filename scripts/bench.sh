@@ -28,6 +28,8 @@ WATCHERS=${WATCHERS:-1000}
 export LEASEHOLD_DATA=${LEASEHOLD_DATA:-$(mktemp -d)}
 export API_PORT_BASE=${API_PORT_BASE:-27000}
 export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
+# The plaintext profile: nodes without TLS, as etcd runs without it here.
+export SECURE=${SECURE:-0}
 ETCD_PORT_BASE=${ETCD_PORT_BASE:-22379} # member i: client port BASE+2(i-1), peer port one above
 ETCD_DATA=$(mktemp -d)
 KEEP_RESULTS=${RESULTS:+yes}

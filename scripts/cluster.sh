@@ -13,6 +13,8 @@
 # certificate for mutual TLS between the nodes, an admin client certificate
 # (group system:masters) and $LEASEHOLD_DATA/kubeconfig, which kubectl and
 # client-go use as they are: kubectl --kubeconfig $LEASEHOLD_DATA/kubeconfig get leases
+# SECURE=0 starts them open instead: plain HTTP, no authentication, plain TCP
+# between the nodes (for benchmarks against plaintext baselines).
 #
 # Environment:
 #   LEASEHOLD_DATA   data root, default <repo>/data/cluster; node nI uses $LEASEHOLD_DATA/nI/
@@ -58,10 +60,13 @@ DATA=${DATA%/}
 BIN=${LEASEHOLD_BIN:-$ROOT/bin/leasehold}
 [[ $BIN == /* ]] || BIN=$PWD/$BIN
 
+SECURE=${SECURE:-1}
+[[ $SECURE == 0 || $SECURE == 1 ]] || die "SECURE must be 0 or 1, got '$SECURE'"
 PKI=$DATA/pki
 KUBECONFIG_FILE=$DATA/kubeconfig
-# The script talks to the nodes as the admin of the local CA.
-CURL=(curl -sS --connect-timeout 1 --max-time 2 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+CURL=(curl -sS --connect-timeout 1 --max-time 2)
+# The script talks to secured nodes as the admin of the local CA.
+((SECURE == 0)) || CURL+=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
 
 # ---------------------------------------------------------------- per-node values
 
@@ -84,7 +89,11 @@ pid_file() { echo "$DATA/$1/$1.pid"; }
 args_file() { echo "$DATA/$1/$1.args"; }
 api_port() { echo $((API_PORT_BASE + $(node_index "$1"))); }
 peer_port() { echo $((PEER_PORT_BASE + $(node_index "$1"))); }
-api_url() { echo "https://127.0.0.1:$(api_port "$1")"; }
+api_url() {
+	local scheme=https
+	((SECURE == 1)) || scheme=http
+	echo "$scheme://127.0.0.1:$(api_port "$1")"
+}
 
 initial_cluster() { # byte-identical for every node, same order
 	local n out=""
@@ -223,6 +232,7 @@ issue() {
 
 # ensure_pki: the local CA and every certificate the cluster uses, made once.
 ensure_pki() {
+	((SECURE == 1)) || return 0
 	[[ -s $PKI/ca.crt && -s $PKI/server.crt && -s $PKI/peer.crt && -s $PKI/admin.crt && -s $KUBECONFIG_FILE ]] && return 0
 	command -v openssl >/dev/null 2>&1 || die "openssl is needed to make the cluster's certificates"
 	say "making a local CA and certificates in $PKI"
@@ -275,7 +285,9 @@ node_args() { # the flags a node starts with, one per line
 		"--data-dir=$(data_dir "$n")" \
 		"--api-addr=127.0.0.1:$(api_port "$n")" \
 		"--peer-addr=127.0.0.1:$(peer_port "$n")" \
-		"--initial-cluster=$(initial_cluster)" \
+		"--initial-cluster=$(initial_cluster)"
+	((SECURE == 1)) || return 0
+	printf '%s\n' \
 		"--tls-cert-file=$PKI/server.crt" \
 		"--tls-private-key-file=$PKI/server.key" \
 		"--client-ca-file=$PKI/ca.crt" \
@@ -381,7 +393,7 @@ print_summary() {
 		echo "$n  $(api_url "$n")  pid $pid  log $(log_file "$n")"
 	done
 	echo "leader: $(leader_name || echo unknown)"
-	echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
+	((SECURE == 0)) || echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
 }
 
 cmd_start() {
