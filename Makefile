@@ -8,6 +8,7 @@ all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/leasehold
+	$(GO) build -o bin/leaseholdctl ./cmd/leaseholdctl
 
 cluster:
 	scripts/cluster.sh start

@@ -9,7 +9,7 @@
 #   scripts/cluster.sh clean          stop and remove the data
 #
 # The nodes start secured: on first start the script makes a local CA under
-# $LEASEHOLD_DATA/pki (openssl), a serving certificate for 127.0.0.1, a peer
+# $LEASEHOLD_DATA/pki (leaseholdctl certs init), a serving certificate for 127.0.0.1, a peer
 # certificate for mutual TLS between the nodes, an admin client certificate
 # (group system:masters) and $LEASEHOLD_DATA/kubeconfig, which kubectl and
 # client-go use as they are: kubectl --kubeconfig $LEASEHOLD_DATA/kubeconfig get leases
@@ -21,7 +21,8 @@
 #                    (data dir nI/data, log nI/nI.log, pid file nI/nI.pid, start flags nI/nI.args)
 #   API_PORT_BASE    default 7000: node i serves its API on 127.0.0.1:API_PORT_BASE+i
 #   PEER_PORT_BASE   default 8000: node i uses 127.0.0.1:PEER_PORT_BASE+i for Raft
-#   LEASEHOLD_BIN    binary to run instead of building <repo>/bin/leasehold
+#   LEASEHOLD_BIN    binary to run instead of building <repo>/bin/leasehold (and
+#                    leaseholdctl, which makes the certificates, beside it)
 #   READY_TIMEOUT    seconds to wait for /readyz, default 30
 #   STOP_TIMEOUT     seconds to wait after SIGTERM before SIGKILL, default 15
 # Other LEASEHOLD_* variables (e.g. LEASEHOLD_LOG_LEVEL) reach the nodes as usual, except
@@ -59,6 +60,8 @@ DATA=${DATA%/}
 
 BIN=${LEASEHOLD_BIN:-$ROOT/bin/leasehold}
 [[ $BIN == /* ]] || BIN=$PWD/$BIN
+# leaseholdctl makes the certificates: the one beside the binary.
+CTL=$(dirname "$BIN")/leaseholdctl
 
 SECURE=${SECURE:-1}
 [[ $SECURE == 0 || $SECURE == 1 ]] || die "SECURE must be 0 or 1, got '$SECURE'"
@@ -206,52 +209,28 @@ build_if_needed() {
 	fi
 	local newer=""
 	[[ ${1:-} == missing-only && -x $BIN ]] && return 0
-	if [[ -x $BIN ]]; then
+	if [[ -x $BIN && -x $CTL ]]; then
 		# `|| true`: head exits after one line; under pipefail find's SIGPIPE must not kill the script
 		newer=$({ find "$ROOT" \( -path "$ROOT/.git" -o -path "$ROOT/data" -o -path "$ROOT/bin" -o -path "$DATA" \) -prune \
 			-o \( -name '*.go' -o -name go.mod -o -name go.sum \) -newer "$BIN" -print 2>/dev/null || true; } | head -n 1)
 		[[ -n $newer ]] || return 0
 	fi
-	say "building $BIN${newer:+ ($newer changed)}"
-	(cd "$ROOT" && go build -o "$BIN" ./cmd/leasehold) || die "go build failed"
+	say "building $BIN and $CTL${newer:+ ($newer changed)}"
+	(cd "$ROOT" && go build -o "$BIN" ./cmd/leasehold && go build -o "$CTL" ./cmd/leaseholdctl) || die "go build failed"
 }
 
 # ---------------------------------------------------------------- certificates
 
-# issue NAME SUBJECT EXTENSIONS: a key and a certificate signed by the local CA.
-issue() {
-	local name=$1 subj=$2 ext=$3
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "$subj" \
-		-keyout "$PKI/$name.key" -out "$PKI/$name.csr" 2>/dev/null || die "openssl: cannot make $name's key"
-	printf '%s\n' "$ext" >"$PKI/$name.ext"
-	openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/ca.crt" -CAkey "$PKI/ca.key" -CAcreateserial \
-		-days 365 -sha256 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null || die "openssl: cannot sign $name's certificate"
-	rm -f "$PKI/$name.csr" "$PKI/$name.ext"
-	chmod 600 "$PKI/$name.key"
-}
-
-# ensure_pki: the local CA and every certificate the cluster uses, made once.
+# ensure_pki: the local CA and every certificate the cluster uses, made once
+# by leaseholdctl certs init (Go's crypto: no other tool needed).
 ensure_pki() {
 	((SECURE == 1)) || return 0
 	[[ -s $PKI/ca.crt && -s $PKI/server.crt && -s $PKI/peer.crt && -s $PKI/admin.crt && -s $KUBECONFIG_FILE ]] && return 0
-	command -v openssl >/dev/null 2>&1 || die "openssl is needed to make the cluster's certificates"
+	[[ -x $CTL ]] || die "$CTL is missing: it makes the certificates (make build builds it)"
 	say "making a local CA and certificates in $PKI"
-	mkdir -p "$PKI"
-	chmod 700 "$PKI"
-	openssl req -x509 -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 3650 -sha256 \
-		-subj "/CN=leasehold local CA" -addext "basicConstraints=critical,CA:TRUE" \
-		-addext "keyUsage=critical,keyCertSign,cRLSign" \
-		-keyout "$PKI/ca.key" -out "$PKI/ca.crt" 2>/dev/null || die "openssl: cannot make the CA"
-	chmod 600 "$PKI/ca.key"
-	local san="subjectAltName=IP:127.0.0.1,DNS:localhost"
-	issue server "/CN=leasehold" "$san
-extendedKeyUsage=serverAuth
-keyUsage=critical,digitalSignature"
-	issue peer "/CN=leasehold-peer" "$san
-extendedKeyUsage=serverAuth,clientAuth
-keyUsage=critical,digitalSignature"
-	issue admin "/O=system:masters/CN=admin" "extendedKeyUsage=clientAuth
-keyUsage=critical,digitalSignature"
+	rm -rf "$PKI"
+	"$CTL" certs init --dir "$PKI" --hosts 127.0.0.1,localhost --peer-cn leasehold-peer --admin admin >/dev/null ||
+		die "leaseholdctl certs init failed"
 	cat >"$KUBECONFIG_FILE" <<EOF
 apiVersion: v1
 kind: Config

@@ -28,7 +28,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// binPath is the leasehold binary built once by TestMain; repoRoot is the
+// binPath is the leasehold binary built once by TestMain (leaseholdctl
+// beside it); repoRoot is the
 // directory holding go.mod.
 var binPath, repoRoot string
 
@@ -52,11 +53,15 @@ func runTests(m *testing.M) int {
 	binPath = filepath.Join(tmp, "leasehold")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", binPath, "./cmd/leasehold")
-	build.Dir = repoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/leasehold in %s: %v\n%s", repoRoot, err, out)
-		return 1
+	// leaseholdctl beside it: scripts/cluster.sh makes its certificates
+	// with the leaseholdctl next to the leasehold it runs.
+	for _, cmd := range []string{"leasehold", "leaseholdctl"} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(tmp, cmd), "./cmd/"+cmd)
+		build.Dir = repoRoot
+		if out, err := build.CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/%s in %s: %v\n%s", cmd, repoRoot, err, out)
+			return 1
+		}
 	}
 	return m.Run()
 }
