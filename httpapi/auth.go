@@ -4,9 +4,11 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/leasehold/leasehold/auth"
+	"github.com/leasehold/leasehold/transport"
 )
 
 // openPaths answer without credentials, so that probes and load balancers
@@ -33,29 +35,50 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, req, apierrors.NewInternalError(err))
 			return
 		}
-		if release, ok := s.inflight.acquire(attrs); !ok {
+		release, ok := s.inflight.acquire(attrs)
+		if !ok {
 			// kube-apiserver answers 429 in plain text, not a Status;
 			// client-go retries it because of Retry-After.
 			w.Header().Set("Retry-After", "1")
 			http.Error(w, "Too many requests, please try again later.", http.StatusTooManyRequests)
 			return
-		} else {
-			defer release()
 		}
-		decision, reason, err := s.authz.Authorize(req.Context(), attrs)
-		if decision != authorizer.DecisionAllow {
-			if err != nil {
-				// An authorizer that failed is not a refusal: kube-apiserver
-				// answers 500 so the client retries.
-				s.writeError(w, req, apierrors.NewInternalError(err))
-				return
-			}
-			w.Header().Set("X-Content-Type-Options", "nosniff")
-			s.writeError(w, req, auth.Forbidden(attrs, reason))
-			return
+		defer release()
+		if s.authorize(w, req, attrs) {
+			next.ServeHTTP(w, req.WithContext(auth.WithUser(req.Context(), u)))
 		}
-		next.ServeHTTP(w, req.WithContext(auth.WithUser(req.Context(), u)))
 	})
+}
+
+// authorize answers 403 (or 500 when the authorizer failed) unless the
+// authorizer allows attrs, and reports whether it did.
+func (s *Server) authorize(w http.ResponseWriter, req *http.Request, attrs authorizer.Attributes) bool {
+	decision, reason, err := s.authz.Authorize(req.Context(), attrs)
+	if decision == authorizer.DecisionAllow {
+		return true
+	}
+	if err != nil {
+		// An authorizer that failed is not a refusal: kube-apiserver
+		// answers 500 so the client retries.
+		s.writeError(w, req, apierrors.NewInternalError(err))
+		return false
+	}
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	s.writeError(w, req, auth.Forbidden(attrs, reason))
+	return false
+}
+
+// forwardedUser is the identity a follower sends with a forwarded request.
+func forwardedUser(u user.Info) *transport.User {
+	return &transport.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
+}
+
+// userOf is the identity a forwarded request carries, nil if none.
+func userOf(fu *transport.User) user.Info {
+	if fu == nil {
+		return nil
+	}
+	return &user.DefaultInfo{Name: fu.Name, UID: fu.UID, Groups: fu.Groups, Extra: fu.Extra}
 }
 
 // inflight holds kube-apiserver's --max-requests-inflight and

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/leasehold/leasehold/apis"
 	"github.com/leasehold/leasehold/auth"
@@ -270,6 +271,7 @@ func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
 			}
 			resp, err := s.node.Forward(ctx, &transport.HTTPRequest{
 				Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
+				User: forwardedUser(requestUser(req)),
 			})
 			retry := time.Now().Before(deadline) && ctx.Err() == nil
 			if err != nil {
@@ -305,9 +307,10 @@ type readCloser struct{ *bytes.Reader }
 func (readCloser) Close() error { return nil }
 
 // serveForwarded answers a write forwarded by a follower. The follower
-// authenticated and authorized the request (the node that receives a
-// request decides who may make it); only peers reach this, so the leader
-// runs it as it comes.
+// authenticated the client and sends the identity it found; the leader
+// authorizes the request with that identity, as the follower did, and
+// never reads one from the request's headers. A request without an
+// identity is refused.
 func (s *Server) serveForwarded(ctx context.Context, fr *transport.HTTPRequest) *transport.HTTPResponse {
 	ctx = context.WithValue(ctx, forwardedKey{}, fr.From)
 	req, err := http.NewRequestWithContext(ctx, fr.Method, fr.RequestURI, bytes.NewReader(fr.Body))
@@ -315,13 +318,24 @@ func (s *Server) serveForwarded(ctx context.Context, fr *transport.HTTPRequest) 
 		return &transport.HTTPResponse{Status: http.StatusBadRequest, Body: []byte(err.Error())}
 	}
 	req.Header = fr.Header
+	req.Header.Del("Authorization")
 	req.RequestURI = fr.RequestURI
 	rec := &recorder{header: http.Header{}}
-	s.router.ServeHTTP(rec, req)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
+	u := userOf(fr.User)
+	if u == nil {
+		s.writeError(rec, req, apierrors.NewUnauthorized("Unauthorized"))
+		return rec.response()
 	}
-	return &transport.HTTPResponse{Status: rec.status, Header: rec.header, Body: rec.body.Bytes()}
+	attrs, err := auth.Attributes(req, u)
+	if err != nil {
+		s.writeError(rec, req, apierrors.NewInternalError(err))
+		return rec.response()
+	}
+	if !s.authorize(rec, req, attrs) {
+		return rec.response()
+	}
+	s.router.ServeHTTP(rec, req.WithContext(auth.WithUser(ctx, u)))
+	return rec.response()
 }
 
 // recorder captures a response for relaying to a follower.
@@ -332,6 +346,13 @@ type recorder struct {
 }
 
 func (r *recorder) Header() http.Header { return r.header }
+
+func (r *recorder) response() *transport.HTTPResponse {
+	if r.status == 0 {
+		r.status = http.StatusOK
+	}
+	return &transport.HTTPResponse{Status: r.status, Header: r.header, Body: r.body.Bytes()}
+}
 
 func (r *recorder) WriteHeader(code int) {
 	if r.status == 0 {

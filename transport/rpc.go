@@ -27,6 +27,20 @@ type HTTPRequest struct {
 	Body       []byte
 	// From is the forwarding node's name, for logs.
 	From string
+	// User is who the forwarding node authenticated the request as: the
+	// leader authorizes the request with it, as it cannot authenticate a
+	// client certificate it never saw. Only peers reach the leader's RPC
+	// server (with peer mTLS, only authenticated ones), and no header a
+	// client sets is read for it.
+	User *User
+}
+
+// User is an authenticated identity, as Kubernetes' user.Info has it.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
 }
 
 // HTTPResponse is the leader's answer to a forwarded request.

@@ -40,6 +40,9 @@ type Options struct {
 	// port's mutual TLS; nil from it, or no PeerTLS, means plain TCP.
 	// internal/testpki makes the files.
 	PeerTLS func(name string) *transport.PeerTLS
+	// API, if set, adjusts each member's API configuration before the API
+	// is built (authenticator, authorizer, limits).
+	API func(name string, cfg *httpapi.Config)
 }
 
 // peerTLS is member name's peer TLS, nil for none.
@@ -138,7 +141,11 @@ func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	api := httpapi.New(httpapi.Config{Node: node, Store: registry.New(node), Logger: logger.Named("api")})
+	apiCfg := httpapi.Config{Node: node, Store: registry.New(node), Logger: logger.Named("api")}
+	if c.opts.API != nil {
+		c.opts.API(n.Name, &apiCfg)
+	}
+	api := httpapi.New(apiCfg)
 	srv := &http.Server{Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	n.mu.Lock()
