@@ -33,7 +33,18 @@ type Config struct {
 	// Anonymous lets a request that carries no credentials in as
 	// system:anonymous. A request whose credentials fail is refused anyway.
 	Anonymous bool
+	// PeerCAFile, if set, also accepts client certificates of the peer CA
+	// (with PeerAllowedCN as their CN, if set): a node joining the cluster
+	// presents its peer certificate. Such a client is user
+	// system:leasehold:peer:<CN> in group PeerGroup, which the authorizer
+	// lets join the cluster and do nothing else.
+	PeerCAFile    string
+	PeerAllowedCN string
 }
+
+// PeerGroup is the group of members authenticated by their peer
+// certificate.
+const PeerGroup = "system:leasehold:peers"
 
 // Configured reports whether any authenticator is configured.
 func (c Config) Configured() bool {
@@ -60,16 +71,31 @@ func NewAuthenticator(c Config) (*Authenticator, error) {
 	a := &Authenticator{anonymous: c.Anonymous || !c.Configured()}
 	var reqs []authenticator.Request
 	if c.ClientCAFile != "" {
-		pem, err := os.ReadFile(c.ClientCAFile)
+		pool, err := loadPool(c.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("client CA file: %w", err)
 		}
-		a.clientCAs = x509.NewCertPool()
-		if !a.clientCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("client CA file %s: no PEM certificates", c.ClientCAFile)
-		}
-		opts := x509.VerifyOptions{Roots: a.clientCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 		reqs = append(reqs, x509request.New(opts, x509request.CommonNameUserConversion))
+	}
+	if c.PeerCAFile != "" {
+		pool, err := loadPool(c.PeerCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("peer CA file: %w", err)
+		}
+		opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		reqs = append(reqs, x509request.New(opts, peerUser(c.PeerAllowedCN)))
+	}
+	if c.ClientCAFile != "" || c.PeerCAFile != "" {
+		// The TLS server asks for certificates of either CA: a client
+		// offers only one that a CA the server names has signed.
+		a.clientCAs = x509.NewCertPool()
+		for _, f := range []string{c.ClientCAFile, c.PeerCAFile} {
+			if f != "" {
+				pem, _ := os.ReadFile(f)
+				a.clientCAs.AppendCertsFromPEM(pem)
+			}
+		}
 	}
 	var tokens []authenticator.Token
 	if c.TokenAuthFile != "" {
@@ -95,15 +121,43 @@ func NewAuthenticator(c Config) (*Authenticator, error) {
 	return a, nil
 }
 
+func loadPool(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s: no PEM certificates", file)
+	}
+	return pool, nil
+}
+
+// peerUser maps a verified peer certificate to its member identity; a CN
+// other than allowedCN (when set) is not recognised.
+func peerUser(allowedCN string) x509request.UserConversion {
+	return x509request.UserConversionFunc(func(chain []*x509.Certificate) (*authenticator.Response, bool, error) {
+		cn := chain[0].Subject.CommonName
+		if cn == "" || (allowedCN != "" && cn != allowedCN) {
+			return nil, false, nil
+		}
+		return &authenticator.Response{User: &user.DefaultInfo{
+			Name:   "system:leasehold:peer:" + cn,
+			Groups: []string{PeerGroup},
+		}}, true, nil
+	})
+}
+
 // ClientCAs is the pool a TLS server should ask client certificates of;
 // nil when client certificates are not accepted.
 func (a *Authenticator) ClientCAs() *x509.CertPool { return a.clientCAs }
 
 // Authenticate returns the request's user, or ErrUnauthorized. On success
-// it removes the Authorization header, so that no handler sees the
-// credential (kube-apiserver does the same).
+// (anonymous included) it removes the Authorization header, so that no
+// handler sees the credential (kube-apiserver does the same).
 func (a *Authenticator) Authenticate(r *http.Request) (user.Info, error) {
 	if a.request == nil {
+		r.Header.Del("Authorization")
 		return Anonymous, nil
 	}
 	resp, ok, err := a.request.AuthenticateRequest(r)
@@ -113,6 +167,7 @@ func (a *Authenticator) Authenticate(r *http.Request) (user.Info, error) {
 		return resp.User, nil
 	case err == nil && a.anonymous:
 		// No authenticator recognised a credential, and none failed.
+		r.Header.Del("Authorization")
 		return Anonymous, nil
 	default:
 		return nil, ErrUnauthorized

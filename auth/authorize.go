@@ -32,7 +32,7 @@ type Authorizer interface {
 func NewAuthorizer(mode string) (Authorizer, error) {
 	switch mode {
 	case ModeAlwaysAllow:
-		return chain{privilegedGroup{}, alwaysAllow{}}, nil
+		return chain{privilegedGroup{}, peers{}, alwaysAllow{}}, nil
 	case ModeRBAC:
 		return nil, fmt.Errorf("--authorization-mode=%s is not available yet; use %s", ModeRBAC, ModeAlwaysAllow)
 	}
@@ -108,13 +108,44 @@ func IsMaster(u user.Info) bool {
 	return u != nil && sets.New(u.GetGroups()...).Has(user.SystemPrivilegedGroup)
 }
 
+// peers lets members authenticated by their peer certificate join the
+// cluster, and denies them everything else: a peer certificate is not an
+// API credential.
+type peers struct{}
+
+func isPeer(u user.Info) bool {
+	return u != nil && sets.New(u.GetGroups()...).Has(PeerGroup)
+}
+
+func (peers) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	switch {
+	case !isPeer(a.GetUser()):
+		return authorizer.DecisionNoOpinion, "", nil
+	case !a.IsResourceRequest() && a.GetVerb() == "post" && a.GetPath() == "/cluster/join":
+		return authorizer.DecisionAllow, "", nil
+	}
+	return authorizer.DecisionDeny, "a peer certificate may only join the cluster", nil
+}
+
+var joinRule = []authorizer.NonResourceRuleInfo{&authorizer.DefaultNonResourceRuleInfo{Verbs: []string{"post"}, NonResourceURLs: []string{"/cluster/join"}}}
+
+func (peers) RulesFor(_ context.Context, u user.Info, _ string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	if isPeer(u) {
+		return nil, joinRule, false, nil
+	}
+	return nil, nil, false, nil
+}
+
 type alwaysAllow struct{}
 
 func (alwaysAllow) Authorize(context.Context, authorizer.Attributes) (authorizer.Decision, string, error) {
 	return authorizer.DecisionAllow, "", nil
 }
 
-func (alwaysAllow) RulesFor(context.Context, user.Info, string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+func (alwaysAllow) RulesFor(_ context.Context, u user.Info, _ string) ([]authorizer.ResourceRuleInfo, []authorizer.NonResourceRuleInfo, bool, error) {
+	if isPeer(u) {
+		return nil, nil, false, nil // peers, before, denies them the rest
+	}
 	return everything, everythingNonResource, false, nil
 }
 

@@ -5,6 +5,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,6 +76,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		ServiceAccountIssuers:  cfg.ServiceAccountIssuers,
 		APIAudiences:           cfg.APIAudiences,
 		Anonymous:              cfg.AnonymousAuth,
+		PeerCAFile:             peerCAFile(cfg),
+		PeerAllowedCN:          cfg.PeerCertAllowedCN,
 	})
 	if err != nil {
 		return err
@@ -270,6 +274,11 @@ func testPeerDialRewrite(v, self string) (func(string) string, error) {
 // the node already belongs to a cluster with a leader.
 func join(ctx context.Context, cfg Config, node *cluster.Node, logger hclog.Logger) {
 	body, _ := json.Marshal(map[string]string{"name": cfg.Name, "peerAddr": cfg.PeerAddr})
+	client, err := joinClient(cfg)
+	if err != nil {
+		logger.Error("cannot join the cluster", "error", err)
+		return
+	}
 	url := strings.TrimSuffix(cfg.Join, "/") + "/cluster/join"
 	for attempt := 1; attempt <= 60; attempt++ {
 		if name, _ := node.Leader(); name != "" {
@@ -277,7 +286,7 @@ func join(ctx context.Context, cfg Config, node *cluster.Node, logger hclog.Logg
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err == nil {
 			msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 			resp.Body.Close()
@@ -295,6 +304,41 @@ func join(ctx context.Context, cfg Config, node *cluster.Node, logger hclog.Logg
 		}
 	}
 	logger.Error("giving up joining the cluster", "via", cfg.Join)
+}
+
+// peerCAFile is the peer CA whose client certificates the API accepts for
+// joining: only with TLS on both ports.
+func peerCAFile(cfg Config) string {
+	if cfg.TLSCertFile == "" {
+		return ""
+	}
+	return cfg.PeerTrustedCAFile
+}
+
+// joinClient is the HTTP client --join asks with. With peer TLS it
+// presents the node's peer certificate, which the members' API accepts
+// for joining and nothing else, and trusts the system's CAs, the peer CA
+// and the client CA to verify the member's serving certificate.
+func joinClient(cfg Config) (*http.Client, error) {
+	if cfg.PeerCertFile == "" {
+		return &http.Client{Timeout: 30 * time.Second}, nil
+	}
+	cert, err := tls.LoadX509KeyPair(cfg.PeerCertFile, cfg.PeerKeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("peer certificate: %w", err)
+	}
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	for _, f := range []string{cfg.PeerTrustedCAFile, cfg.ClientCAFile} {
+		if pem, err := os.ReadFile(f); err == nil {
+			roots.AppendCertsFromPEM(pem)
+		}
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+	}}, nil
 }
 
 func startDebug(addr string, logger hclog.Logger) *http.Server {

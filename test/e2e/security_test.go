@@ -28,6 +28,7 @@ import (
 	coordv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/internal/testpki"
@@ -236,7 +237,7 @@ func TestSecureCluster(t *testing.T) {
 		foreign := testpki.NewCA(t).Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageClientAuth))
 		expired := p.apiCA.Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageClientAuth), testpki.Expired())
 		serverOnly := p.apiCA.Issue(t, "admin", []string{"system:masters"}, testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
-		peerCert := p.peerCA.Issue(t, peerCN, nil)
+		wrongPeer := p.peerCA.Issue(t, "not-a-peer", nil)
 		creds := []struct {
 			name   string
 			client *http.Client
@@ -248,7 +249,7 @@ func TestSecureCluster(t *testing.T) {
 			{"certificate of a foreign CA", p.client(foreign), ""},
 			{"expired certificate", p.client(expired), ""},
 			{"certificate without clientAuth", p.client(serverOnly), ""},
-			{"peer certificate", p.client(peerCert), ""},
+			{"peer certificate with another CN", p.client(wrongPeer), ""},
 			{"JWT signed by another key", p.client(), "Bearer " + p.serviceAccountToken(t, otherKey, nil)},
 			{"expired JWT", p.client(), "Bearer " + p.serviceAccountToken(t, p.saKey, func(c *jwt.Claims) {
 				c.Expiry = jwt.NewNumericDate(time.Now().Add(-2 * time.Minute))
@@ -293,6 +294,59 @@ func TestSecureCluster(t *testing.T) {
 		}
 		if st, err := pc.status("n1"); err != nil || len(st.Members) != 3 {
 			t.Errorf("a refused join changed the members: %v %+v", err, st.Members)
+		}
+	})
+
+	t.Run("a peer certificate may only join", func(t *testing.T) {
+		peer := p.client(p.peerCA.Issue(t, peerCN, nil))
+		for _, path := range []string{leasePath + "/replicated", leasePath, "/metrics", "/cluster/status"} {
+			a := call(t, peer, "GET", base+path, "", nil)
+			if a.code != 403 || !strings.Contains(a.body, `User \"system:leasehold:peer:leasehold-peer\" cannot`) ||
+				!strings.Contains(a.body, "a peer certificate may only join the cluster") {
+				t.Errorf("GET %s with a peer certificate: %d %s", path, a.code, a.body)
+			}
+		}
+		a := call(t, peer, "DELETE", base+leasePath+"/replicated", "", nil)
+		if a.code != 403 {
+			t.Errorf("DELETE with a peer certificate: %d %s", a.code, a.body)
+		}
+	})
+
+	t.Run("a new node joins with its peer certificate", func(t *testing.T) {
+		ports := freePorts(t, 2)
+		n4 := &procNode{
+			name:     "n4",
+			apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			peerAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+			dataDir:  filepath.Join(pc.dir, "n4", "data"),
+			logPath:  filepath.Join(pc.dir, "n4.log"),
+		}
+		n4.args = []string{"--name", "n4", "--data-dir", n4.dataDir, "--api-addr", n4.apiAddr, "--peer-addr", n4.peerAddr,
+			"--join", "https://" + n1.apiAddr, "--raft-heartbeat-timeout", "500ms"}
+		// The same security flags as the members.
+		for i := 0; i < len(n1.args); i++ {
+			if strings.HasPrefix(n1.args[i], "--tls-") || strings.HasPrefix(n1.args[i], "--peer-") && n1.args[i] != "--peer-addr" ||
+				strings.HasPrefix(n1.args[i], "--client-ca") || strings.HasPrefix(n1.args[i], "--token-") || strings.HasPrefix(n1.args[i], "--service-account-") {
+				n4.args = append(n4.args, n1.args[i], n1.args[i+1])
+				i++
+			}
+		}
+		creds, _ := secureAPIs.Load(n1.apiAddr)
+		secureAPIs.Store(n4.apiAddr, creds)
+		t.Cleanup(func() { secureAPIs.Delete(n4.apiAddr) })
+		var err error
+		if n4.jsonClient, err = kubernetes.NewForConfig(clientConfig(n4.apiAddr, false)); err != nil {
+			t.Fatal(err)
+		}
+		pc.nodes = append(pc.nodes, n4)
+		pc.start(n4)
+		pc.waitReady("n4", 30*time.Second)
+		st, err := pc.status("n1")
+		if err != nil || len(st.Members) != 4 {
+			t.Fatalf("members after the join: %v %+v", err, st.Members)
+		}
+		if _, err := n4.jsonClient.CoordinationV1().Leases("default").Get(ctx, "replicated", metav1.GetOptions{}); err != nil {
+			t.Fatalf("the new node cannot read what was written before it joined: %v", err)
 		}
 	})
 
@@ -421,7 +475,7 @@ current-context: leasehold
 			c.Close()
 		}
 		after, err := pc.status("n1")
-		if err != nil || after.Term != before.Term || len(after.Members) != 3 {
+		if err != nil || after.Term != before.Term || len(after.Members) != len(before.Members) {
 			t.Errorf("strangers changed the cluster: %+v → %+v (%v)", before, after, err)
 		}
 	})
