@@ -36,6 +36,8 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/leasehold/leasehold/internal/testpki"
 )
 
 var binPath string
@@ -151,6 +153,11 @@ func newCluster(t *testing.T) *cluster {
 		initial = append(initial, n.name+"="+n.peerAddr)
 		c.nodes = append(c.nodes, n)
 	}
+	// The peer links run over mutual TLS, as a secured cluster's do; the
+	// proxies see only TLS records, and a node still verifies the peer it
+	// meant to dial, not the proxy.
+	peerCA := testpki.NewCA(t)
+	peerCert := peerCA.Issue(t, "leasehold-peer", nil)
 	c.tp = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	for _, from := range c.nodes {
 		var rewrites []string
@@ -179,6 +186,10 @@ func newCluster(t *testing.T) *cluster {
 			// the history compacts the states they replaced (in snapshots
 			// too), under every fault.
 			"--watch-history", "1000",
+			"--peer-cert-file", peerCert.CertFile,
+			"--peer-key-file", peerCert.KeyFile,
+			"--peer-trusted-ca-file", peerCA.CertFile,
+			"--peer-cert-allowed-cn", "leasehold-peer",
 		}
 	}
 	t.Cleanup(c.cleanup)

@@ -30,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/leasehold/leasehold/internal/testpki"
 )
@@ -279,10 +280,16 @@ func TestSecureCluster(t *testing.T) {
 		}
 		for _, c := range creds {
 			for _, r := range requests {
-				a := call(t, c.client, r.method, base+r.path, c.authz, r.body)
-				if a.code != 401 || a.body != unauthorizedBody || a.header.Get("Content-Type") != "application/json" ||
-					a.header.Get("Cache-Control") != "no-cache, private" {
-					t.Errorf("%s: %s %s: %d %v %q", c.name, r.method, r.path, a.code, a.header, a.body)
+				// Every node: the full set on n1, writes and reads on the others.
+				for i, n := range pc.nodes[:3] {
+					if i > 0 && r.method != "POST" && r.path != leasePath {
+						continue
+					}
+					a := call(t, c.client, r.method, "https://"+n.apiAddr+r.path, c.authz, r.body)
+					if a.code != 401 || a.body != unauthorizedBody || a.header.Get("Content-Type") != "application/json" ||
+						a.header.Get("Cache-Control") != "no-cache, private" {
+						t.Errorf("%s: %s %s on %s: %d %v %q", c.name, r.method, r.path, n.name, a.code, a.header, a.body)
+					}
 				}
 			}
 		}
@@ -404,6 +411,48 @@ func TestSecureCluster(t *testing.T) {
 			return stdout.String(), stderr.String(), err
 		}
 		kubectl := func(args ...string) (string, string, error) { return kubectlWith(p.kubeconfig, args...) }
+		// A kubeconfig of each credential type: kubectl, and client-go in
+		// protobuf, as each identity.
+		for _, who := range []struct{ name, token, user string }{
+			{"token", aliceToken, "alice"},
+			{"service account", p.serviceAccountToken(t, p.saKey, nil), "system:serviceaccount:team-a:elector"},
+		} {
+			kc := filepath.Join(t.TempDir(), "kubeconfig")
+			mustWrite(t, kc, fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: leasehold
+  cluster: {server: "https://%s", certificate-authority-data: %s}
+users:
+- name: u
+  user: {token: "%s"}
+contexts:
+- name: leasehold
+  context: {cluster: leasehold, user: u, namespace: default}
+current-context: leasehold
+`, pc.nodes[2].apiAddr, b64(p.apiCA.CertPEM()), who.token))
+			if out, errOut, err := kubectlWith(kc, "auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"); err != nil || out != who.user {
+				t.Errorf("%s: kubectl auth whoami: %v %q %s", who.name, err, out, errOut)
+			}
+			if out, errOut, err := kubectlWith(kc, "get", "lease", "replicated", "-o", "jsonpath={.spec.holderIdentity}"); err != nil || out != "admin-wrote-this" {
+				t.Errorf("%s: kubectl get lease: %v %q %s", who.name, err, out, errOut)
+			}
+			cfg, err := clientcmd.BuildConfigFromFlags("", kc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.ContentType = "application/vnd.kubernetes.protobuf"
+			cs, err := kubernetes.NewForConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			holder := who.name
+			if _, err := cs.CoordinationV1().Leases("default").Create(ctx, &coordv1.Lease{
+				ObjectMeta: metav1.ObjectMeta{Name: "by-" + strings.ReplaceAll(who.name, " ", "-")}, Spec: coordv1.LeaseSpec{HolderIdentity: &holder},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Errorf("%s: client-go (protobuf) create: %v", who.name, err)
+			}
+		}
 		if out, errOut, err := kubectl("get", "leases", "-o", "name"); err != nil || !strings.Contains(out, "lease.coordination.k8s.io/replicated") {
 			t.Errorf("kubectl get leases: %v\n%s%s", err, out, errOut)
 		}
