@@ -354,6 +354,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			if format >= 3 {
 				slices.Reverse(events)
 			}
+			if err := checkHistory(objs, events, dropped, applied); err != nil {
+				return err
+			}
 			// As when the events were applied: in RV order, a version
 			// shares with its predecessor before its successor shares
 			// with it.
@@ -375,6 +378,81 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			return fmt.Errorf("restore: record type %d: %w", typ, r.err)
 		}
 	}
+}
+
+// checkHistory refuses a snapshot whose history, oldest first, does not
+// lead to its objects: undone from the newest event down, as the store
+// rebuilds past views (state.Store.SnapshotAt), every event must find its
+// key at its own version (or gone, for a delete) and leave it at its
+// previous state's, an earlier version of the same key. The state's
+// history relies on it (an event's previous state is the object of the
+// key's event before it, replaced once); one that does not hold would
+// panic later, in a watch, a list or the next snapshot. It keeps the
+// version of each key the history names, nothing rebuilt.
+func checkHistory(objs []*state.Object, events []state.Event, dropped, applied uint64) error {
+	type keyVersion struct {
+		rv   uint64
+		live bool
+	}
+	at := make(map[state.Key]keyVersion, len(events)) // the keys of events, as undone so far
+	for _, e := range events {
+		at[e.Object.Key()] = keyVersion{}
+	}
+	for _, o := range objs {
+		k := o.Key()
+		if o.RV > applied {
+			return fmt.Errorf("restore: %s at %d, past the applied index %d", k, o.RV, applied)
+		}
+		if v, ok := at[k]; ok {
+			if v.live {
+				return fmt.Errorf("restore: %s stored twice", k)
+			}
+			at[k] = keyVersion{o.RV, true}
+		}
+	}
+	next := applied + 1 // events are at distinct, increasing versions up to applied
+	for i := len(events) - 1; i >= 0; i-- {
+		e := events[i]
+		k := e.Object.Key()
+		if e.RV >= next || e.RV <= dropped {
+			return fmt.Errorf("restore: event at %d out of order (next %d, dropped %d)", e.RV, next, dropped)
+		}
+		next = e.RV
+		switch e.Type {
+		case state.Added, state.Modified, state.Deleted:
+		default:
+			return fmt.Errorf("restore: event at %d of type %q", e.RV, e.Type)
+		}
+		v := at[k]
+		if e.Type == state.Deleted {
+			if v.live {
+				return fmt.Errorf("restore: delete of %s at %d, which exists after it at %d", k, e.RV, v.rv)
+			}
+		} else if !v.live || v.rv != e.RV {
+			return fmt.Errorf("restore: event %s of %s at %d, which is not at that version after it", e.Type, k, e.RV)
+		}
+		var prevKey state.Key
+		var prevRV uint64
+		switch p := e.Prior.(type) {
+		case nil:
+			if e.Type != state.Added {
+				return fmt.Errorf("restore: event %s of %s at %d without its previous state", e.Type, k, e.RV)
+			}
+			at[k] = keyVersion{}
+			continue
+		case *state.Object:
+			prevKey, prevRV = p.Key(), p.RV
+		case *leasePrior:
+			prevKey, prevRV = k, p.rv
+		default:
+			return fmt.Errorf("restore: event at %d: previous state %T", e.RV, p)
+		}
+		if e.Type == state.Added || prevKey != k || prevRV >= e.RV {
+			return fmt.Errorf("restore: event %s of %s at %d with a previous state %s at %d", e.Type, k, e.RV, prevKey, prevRV)
+		}
+		at[k] = keyVersion{prevRV, true}
+	}
+	return nil
 }
 
 // versionReader reads the object versions of a snapshot. An object version
