@@ -86,16 +86,22 @@ func peerFiles(ca *testpki.CA, cert *testpki.Cert) *PeerTLS {
 	return &PeerTLS{CertFile: cert.CertFile, KeyFile: cert.KeyFile, TrustedCAFile: ca.CertFile}
 }
 
-// tlsServer serves h on a TLS mux with a 300ms handshake deadline and
-// returns it with its log and accept counter.
+// tlsServer serves h on a TLS mux with a 5s handshake deadline (a loaded
+// machine may take a second over a handshake) and returns it with its log
+// and accept counter.
 func tlsServer(t *testing.T, addr string, files *PeerTLS, h Handler) (*Mux, *logBuffer, *countingListener) {
+	return tlsServerDeadline(t, addr, files, h, 5*time.Second)
+}
+
+// tlsServerDeadline is tlsServer with the given handshake deadline.
+func tlsServerDeadline(t *testing.T, addr string, files *PeerTLS, h Handler, deadline time.Duration) (*Mux, *logBuffer, *countingListener) {
 	t.Helper()
 	logs := &logBuffer{}
 	m, err := Listen(Config{Addr: addr, TLS: files, Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug})})
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	m.handshakeTimeout = 300 * time.Millisecond
+	m.handshakeTimeout = deadline
 	cl := &countingListener{Listener: m.ln}
 	m.ln = cl
 	m.Serve(h)
@@ -295,7 +301,7 @@ func TestPeerTLSRefusesBadClientCertificates(t *testing.T) {
 func TestPeerTLSSilentClientClosed(t *testing.T) {
 	ca := testpki.NewCA(t)
 	h := &countingHandler{}
-	srv, _, _ := tlsServer(t, "127.0.0.1:0", peerFiles(ca, ca.Issue(t, "n1", nil)), h)
+	srv, _, _ := tlsServerDeadline(t, "127.0.0.1:0", peerFiles(ca, ca.Issue(t, "n1", nil)), h, 300*time.Millisecond)
 	addr := srv.Addr().String()
 
 	start := time.Now()
