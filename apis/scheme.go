@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	metav1beta1 "k8s.io/apimachinery/pkg/apis/meta/v1beta1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -54,6 +55,7 @@ func init() {
 	// The review APIs (kubectl auth whoami, kubectl auth can-i).
 	utilruntimeMust(authenticationv1.AddToScheme(Scheme))
 	utilruntimeMust(authorizationv1.AddToScheme(Scheme))
+	utilruntimeMust(rbacv1.AddToScheme(Scheme))
 }
 
 func utilruntimeMust(err error) {

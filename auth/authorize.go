@@ -28,13 +28,18 @@ type Authorizer interface {
 }
 
 // NewAuthorizer builds the chain for mode: members of system:masters may do
-// everything, then the mode decides.
-func NewAuthorizer(mode string) (Authorizer, error) {
+// everything, a peer certificate may only join, then the mode decides:
+// AlwaysAllow allows the rest, RBAC asks rbac (package auth/rbac over the
+// node's state), which RBAC needs and AlwaysAllow ignores.
+func NewAuthorizer(mode string, rbac Authorizer) (Authorizer, error) {
 	switch mode {
 	case ModeAlwaysAllow:
 		return chain{privilegedGroup{}, peers{}, alwaysAllow{}}, nil
 	case ModeRBAC:
-		return nil, fmt.Errorf("--authorization-mode=%s is not available yet; use %s", ModeRBAC, ModeAlwaysAllow)
+		if rbac == nil {
+			return nil, fmt.Errorf("--authorization-mode=%s needs the RBAC authorizer", ModeRBAC)
+		}
+		return chain{privilegedGroup{}, peers{}, rbac}, nil
 	}
 	return nil, fmt.Errorf("unknown --authorization-mode %q: want %s or %s", mode, ModeRBAC, ModeAlwaysAllow)
 }

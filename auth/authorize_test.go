@@ -274,11 +274,11 @@ func TestForbiddenEscapes(t *testing.T) {
 
 func TestNewAuthorizer(t *testing.T) {
 	for _, mode := range []string{ModeRBAC, "", "alwaysallow", "AlwaysAllow,RBAC", "AlwaysDeny", "Node", " AlwaysAllow", "Webhook"} {
-		if a, err := NewAuthorizer(mode); err == nil || a != nil {
+		if a, err := NewAuthorizer(mode, nil); err == nil || a != nil {
 			t.Errorf("mode %q: %v, %v; want an error", mode, a, err)
 		}
 	}
-	if _, err := NewAuthorizer(ModeRBAC); err == nil || !strings.Contains(err.Error(), "RBAC") {
+	if _, err := NewAuthorizer(ModeRBAC, nil); err == nil || !strings.Contains(err.Error(), "RBAC") {
 		t.Errorf("RBAC error %v does not name the mode", err)
 	}
 }
@@ -286,7 +286,7 @@ func TestNewAuthorizer(t *testing.T) {
 // TestAlwaysAllow: everyone may do everything, masters too, and holds the
 // "*" rules.
 func TestAlwaysAllow(t *testing.T) {
-	z, err := NewAuthorizer(ModeAlwaysAllow)
+	z, err := NewAuthorizer(ModeAlwaysAllow, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

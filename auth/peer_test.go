@@ -32,7 +32,7 @@ func TestPeerCertificates(t *testing.T) {
 		if err != nil {
 			return 401, err
 		}
-		z, _ := NewAuthorizer(ModeAlwaysAllow)
+		z, _ := NewAuthorizer(ModeAlwaysAllow, nil)
 		attrs, _ := Attributes(r, u)
 		if d, _, _ := z.Authorize(context.Background(), attrs); d != authorizer.DecisionAllow {
 			return 403, nil
@@ -58,7 +58,7 @@ func TestPeerCertificates(t *testing.T) {
 			t.Errorf("peer %s %s: %d %v, want 403", req[0], req[1], code, err)
 		}
 	}
-	z, _ := NewAuthorizer(ModeAlwaysAllow)
+	z, _ := NewAuthorizer(ModeAlwaysAllow, nil)
 	rr, nr, _, _ := z.RulesFor(context.Background(), u, "default")
 	if len(rr) != 0 || len(nr) != 1 || !slices.Equal(nr[0].GetNonResourceURLs(), []string{"/cluster/join"}) {
 		t.Errorf("a peer's rules: %v %v", rr, nr)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/leasehold/leasehold/apis"
 	"github.com/leasehold/leasehold/apis/coordination/leasecandidate"
 	"github.com/leasehold/leasehold/apis/coordination/v1alpha1"
 	"github.com/leasehold/leasehold/fsm/state"
@@ -188,8 +189,8 @@ var storedCandidates = &registry.Resource{
 // New returns a controller; Run starts it.
 func New(cfg Config) *Controller {
 	cfg.setDefaults()
-	v1, ok1 := registry.Lookup("v1beta1", "leasecandidates")
-	v0, ok0 := registry.Lookup("v1alpha1", "leasecandidates")
+	v1, ok1 := registry.Lookup(apis.Group, "v1beta1", "leasecandidates")
+	v0, ok0 := registry.Lookup(apis.Group, "v1alpha1", "leasecandidates")
 	if !ok1 || !ok0 {
 		panic("election: LeaseCandidate v1beta1 and v1alpha1 must be served")
 	}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/leasehold/leasehold/apis"
 	"github.com/leasehold/leasehold/apis/coordination/v1alpha1"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/internal/testcluster"
@@ -330,14 +331,14 @@ func (e *env) addSim(ns, name, lease, emulation, binary string, opts ...simOpt) 
 	now := e.clock.Now()
 	var obj registry.Object
 	if s.preferred != nil {
-		s.res, _ = registry.Lookup("v1alpha1", "leasecandidates")
+		s.res, _ = registry.Lookup(apis.Group, "v1alpha1", "leasecandidates")
 		obj = &v1alpha1.LeaseCandidate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: v1alpha1.LeaseCandidateSpec{LeaseName: lease, EmulationVersion: emulation, BinaryVersion: binary,
 				PreferredStrategies: s.preferred, RenewTime: &metav1.MicroTime{Time: now}},
 		}
 	} else {
-		s.res, _ = registry.Lookup("v1beta1", "leasecandidates")
+		s.res, _ = registry.Lookup(apis.Group, "v1beta1", "leasecandidates")
 		obj = &coordinationv1beta1.LeaseCandidate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 			Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: lease, EmulationVersion: emulation, BinaryVersion: binary,
@@ -657,7 +658,7 @@ func TestGarbageCollection(t *testing.T) {
 	// old would win on versions, but has not renewed for 11 minutes.
 	old := e.clock.Now().Add(-11 * time.Minute)
 	if err := e.do(func(st *registry.Store) error {
-		res, _ := registry.Lookup("v1beta1", "leasecandidates")
+		res, _ := registry.Lookup(apis.Group, "v1beta1", "leasecandidates")
 		_, err := st.Create(e.ctx, res, &coordinationv1beta1.LeaseCandidate{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"},
 			Spec: coordinationv1beta1.LeaseCandidateSpec{LeaseName: lease, EmulationVersion: "1.29.0", BinaryVersion: "1.29.0",
@@ -670,7 +671,7 @@ func TestGarbageCollection(t *testing.T) {
 	live := e.addSim(ns, "live", lease, "1.31.0", "1.31.0")
 	took := e.runUntil("old collected", 30*time.Second, func() bool {
 		return e.do(func(st *registry.Store) error {
-			res, _ := registry.Lookup("v1beta1", "leasecandidates")
+			res, _ := registry.Lookup(apis.Group, "v1beta1", "leasecandidates")
 			_, err := st.Get(e.ctx, res, ns, "old", registry.ReadOptions{})
 			return err
 		}) != nil

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -39,6 +40,7 @@ type Types map[string]func() StoredObject
 // the string instead of holding its own copy.
 var (
 	leaseAPIVersion          = coordinationv1.SchemeGroupVersion.String()
+	rbacAPIVersion           = rbacv1.SchemeGroupVersion.String()
 	leaseCandidateAPIVersion = coordinationv1beta1.SchemeGroupVersion.String()
 )
 
@@ -53,6 +55,19 @@ func DefaultTypes() Types {
 		// Every served version of LeaseCandidate is stored as v1beta1.
 		"leasecandidates": func() StoredObject {
 			return &coordinationv1beta1.LeaseCandidate{TypeMeta: metav1.TypeMeta{Kind: "LeaseCandidate", APIVersion: leaseCandidateAPIVersion}}
+		},
+		// RBAC's objects, which the authorizer reads from the state.
+		"roles": func() StoredObject {
+			return &rbacv1.Role{TypeMeta: metav1.TypeMeta{Kind: "Role", APIVersion: rbacAPIVersion}}
+		},
+		"clusterroles": func() StoredObject {
+			return &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{Kind: "ClusterRole", APIVersion: rbacAPIVersion}}
+		},
+		"rolebindings": func() StoredObject {
+			return &rbacv1.RoleBinding{TypeMeta: metav1.TypeMeta{Kind: "RoleBinding", APIVersion: rbacAPIVersion}}
+		},
+		"clusterrolebindings": func() StoredObject {
+			return &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{Kind: "ClusterRoleBinding", APIVersion: rbacAPIVersion}}
 		},
 	}
 }

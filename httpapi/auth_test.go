@@ -137,7 +137,7 @@ func TestGuardInflight(t *testing.T) {
 		entered <- struct{}{}
 		<-release
 	})
-	chain, _ := auth.NewAuthorizer(auth.ModeAlwaysAllow)
+	chain, _ := auth.NewAuthorizer(auth.ModeAlwaysAllow, nil)
 	h := guardServer(t, chain, 1, 1, block)
 	done := make(chan *httptest.ResponseRecorder, 8)
 	start := func(method, target, token string) {

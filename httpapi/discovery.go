@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/version"
 
-	"github.com/leasehold/leasehold/apis"
 	"github.com/leasehold/leasehold/registry"
 )
 
@@ -124,13 +123,13 @@ func (s *Server) namespace(w http.ResponseWriter, req *http.Request) {
 }
 
 // servedVersions lists the group's versions, preferred first.
-func servedVersions() []metav1.GroupVersionForDiscovery {
+func servedVersions(group string) []metav1.GroupVersionForDiscovery {
 	seen := map[string]bool{}
 	var out []metav1.GroupVersionForDiscovery
 	for _, r := range registry.Served() {
-		if !seen[r.Version] {
+		if r.Group == group && !seen[r.Version] {
 			seen[r.Version] = true
-			out = append(out, metav1.GroupVersionForDiscovery{GroupVersion: apis.Group + "/" + r.Version, Version: r.Version})
+			out = append(out, metav1.GroupVersionForDiscovery{GroupVersion: group + "/" + r.Version, Version: r.Version})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return versionPriority(out[i].Version) < versionPriority(out[j].Version) })
@@ -153,11 +152,11 @@ func versionPriority(v string) int {
 	return 4
 }
 
-func apiGroup() metav1.APIGroup {
-	versions := servedVersions()
+func apiGroup(group string) metav1.APIGroup {
+	versions := servedVersions(group)
 	return metav1.APIGroup{
 		TypeMeta:         metav1.TypeMeta{Kind: "APIGroup", APIVersion: "v1"},
-		Name:             apis.Group,
+		Name:             group,
 		Versions:         versions,
 		PreferredVersion: versions[0],
 	}
@@ -167,36 +166,40 @@ func (s *Server) groupList(w http.ResponseWriter, req *http.Request) {
 	if s.aggregated(w, req, false) {
 		return
 	}
-	g := apiGroup()
-	g.TypeMeta = metav1.TypeMeta{}
+	var groups []metav1.APIGroup
+	for _, name := range registry.Groups() {
+		g := apiGroup(name)
+		g.TypeMeta = metav1.TypeMeta{}
+		groups = append(groups, g)
+	}
 	s.writeDiscovery(w, req, &metav1.APIGroupList{
 		TypeMeta: metav1.TypeMeta{Kind: "APIGroupList", APIVersion: "v1"},
-		Groups:   append([]metav1.APIGroup{g}, reviewAPIGroups()...),
+		Groups:   append(groups, reviewAPIGroups()...),
 	})
 }
 
 func (s *Server) group(w http.ResponseWriter, req *http.Request) {
-	g := apiGroup()
+	g := apiGroup(mux.Vars(req)["group"])
 	s.writeDiscovery(w, req, &g)
 }
 
 func (s *Server) versionResources(w http.ResponseWriter, req *http.Request) {
-	v := mux.Vars(req)["version"]
-	if !servedVersion(v) {
+	group, v := mux.Vars(req)["group"], mux.Vars(req)["version"]
+	if !servedVersion(req) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 		return
 	}
 	list := &metav1.APIResourceList{
 		TypeMeta:     metav1.TypeMeta{Kind: "APIResourceList", APIVersion: "v1"},
-		GroupVersion: apis.Group + "/" + v,
+		GroupVersion: group + "/" + v,
 		APIResources: []metav1.APIResource{},
 	}
 	for _, r := range registry.Served() {
-		if r.Version != v {
+		if r.Group != group || r.Version != v {
 			continue
 		}
 		list.APIResources = append(list.APIResources, metav1.APIResource{
-			Name: r.Name, SingularName: r.Singular, Namespaced: true, Kind: r.Kind,
+			Name: r.Name, SingularName: r.Singular, Namespaced: r.Namespaced, Kind: r.Kind,
 			Verbs: verbs, StorageVersionHash: r.StorageVersionHash,
 		})
 	}
@@ -221,25 +224,32 @@ func (s *Server) aggregated(w http.ResponseWriter, req *http.Request, core bool)
 			Versions: []apidiscoveryv2.APIVersionDiscovery{{Version: "v1", Resources: []apidiscoveryv2.APIResourceDiscovery{}, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}},
 		}}
 	} else {
-		g := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: apis.Group}}
-		for _, v := range servedVersions() {
-			vd := apidiscoveryv2.APIVersionDiscovery{Version: v.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
-			for _, r := range registry.Served() {
-				if r.Version != v.Version {
-					continue
+		for _, name := range registry.Groups() {
+			g := apidiscoveryv2.APIGroupDiscovery{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			for _, v := range servedVersions(name) {
+				vd := apidiscoveryv2.APIVersionDiscovery{Version: v.Version, Freshness: apidiscoveryv2.DiscoveryFreshnessCurrent}
+				for _, r := range registry.Served() {
+					if r.Group != name || r.Version != v.Version {
+						continue
+					}
+					scope := apidiscoveryv2.ScopeNamespace
+					if !r.Namespaced {
+						scope = apidiscoveryv2.ScopeCluster
+					}
+					vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
+						Resource:         r.Name,
+						ResponseKind:     &metav1.GroupVersionKind{Kind: r.Kind},
+						Scope:            scope,
+						SingularResource: r.Singular,
+						Verbs:            verbs,
+					})
 				}
-				vd.Resources = append(vd.Resources, apidiscoveryv2.APIResourceDiscovery{
-					Resource:         r.Name,
-					ResponseKind:     &metav1.GroupVersionKind{Kind: r.Kind},
-					Scope:            apidiscoveryv2.ScopeNamespace,
-					SingularResource: r.Singular,
-					Verbs:            verbs,
-				})
+				sort.Slice(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })
+				g.Versions = append(g.Versions, vd)
 			}
-			sort.Slice(vd.Resources, func(i, j int) bool { return vd.Resources[i].Resource < vd.Resources[j].Resource })
-			g.Versions = append(g.Versions, vd)
+			list.Items = append(list.Items, g)
 		}
-		list.Items = append([]apidiscoveryv2.APIGroupDiscovery{g}, reviewDiscovery()...)
+		list.Items = append(list.Items, reviewDiscovery()...)
 	}
 	// v2beta1 has the same shape; only the apiVersion differs.
 	list.TypeMeta = metav1.TypeMeta{Kind: "APIGroupDiscoveryList", APIVersion: "apidiscovery.k8s.io/" + out.as.Version}

@@ -267,7 +267,7 @@ func TestKubectl(t *testing.T) {
 		k.t = t
 		r := k.run("api-versions")
 		got := strings.Fields(r.stdout)
-		want := []string{"authentication.k8s.io/v1", "authorization.k8s.io/v1", "coordination.k8s.io/v1", "coordination.k8s.io/v1alpha1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "v1"}
+		want := []string{"authentication.k8s.io/v1", "authorization.k8s.io/v1", "coordination.k8s.io/v1", "coordination.k8s.io/v1alpha1", "coordination.k8s.io/v1alpha2", "coordination.k8s.io/v1beta1", "rbac.authorization.k8s.io/v1", "v1"}
 		if !slices.Equal(got, want) {
 			t.Fatalf("api-versions %q, want %q:\n%s", got, want, r)
 		}
@@ -281,6 +281,10 @@ func TestKubectl(t *testing.T) {
 				{"selfsubjectrulesreviews", "authorization.k8s.io/v1", "false", "SelfSubjectRulesReview"},
 				{"leasecandidates", "coordination.k8s.io/v1beta1", "true", "LeaseCandidate"},
 				{"leases", "coordination.k8s.io/v1", "true", "Lease"},
+				{"clusterrolebindings", "rbac.authorization.k8s.io/v1", "false", "ClusterRoleBinding"},
+				{"clusterroles", "rbac.authorization.k8s.io/v1", "false", "ClusterRole"},
+				{"rolebindings", "rbac.authorization.k8s.io/v1", "true", "RoleBinding"},
+				{"roles", "rbac.authorization.k8s.io/v1", "true", "Role"},
 			}) {
 			t.Fatalf("api-resources:\n%s", r)
 		}
@@ -291,7 +295,7 @@ func TestKubectl(t *testing.T) {
 				t.Fatalf("api-resources -o wide: verbs missing in %q:\n%s", line, r)
 			}
 		}
-		k.out("leasecandidates.coordination.k8s.io\nleases.coordination.k8s.io", "api-resources", "--verbs=watch,patch", "--namespaced=true", "-o", "name", "--sort-by=name", "--cached")
+		k.out("leasecandidates.coordination.k8s.io\nleases.coordination.k8s.io\nrolebindings.rbac.authorization.k8s.io\nroles.rbac.authorization.k8s.io", "api-resources", "--verbs=watch,patch", "--namespaced=true", "-o", "name", "--sort-by=name", "--cached")
 		k.out("", "api-resources", "--namespaced=false", "--api-group=coordination.k8s.io", "--no-headers")
 	})
 

@@ -1918,7 +1918,7 @@ func TestLeaseCandidateDiscovery(t *testing.T) {
 	}
 	var gl metav1.APIGroupList
 	getJSON("/apis", &gl)
-	if len(gl.Groups) != 3 || !slices.Equal(gl.Groups[0].Versions, wantVersions) || gl.Groups[0].PreferredVersion != preferred {
+	if len(gl.Groups) != 4 || !slices.Equal(gl.Groups[0].Versions, wantVersions) || gl.Groups[0].PreferredVersion != preferred {
 		t.Errorf("/apis: %+v", gl)
 	}
 	for _, v := range order {
@@ -1946,7 +1946,7 @@ func TestLeaseCandidateDiscovery(t *testing.T) {
 	if err := json.Unmarshal(r.body, &agg); err != nil {
 		t.Fatal(err)
 	}
-	if agg.Kind != "APIGroupDiscoveryList" || agg.APIVersion != "apidiscovery.k8s.io/v2" || len(agg.Items) != 3 || agg.Items[0].Name != "coordination.k8s.io" {
+	if agg.Kind != "APIGroupDiscoveryList" || agg.APIVersion != "apidiscovery.k8s.io/v2" || len(agg.Items) != 4 || agg.Items[0].Name != "coordination.k8s.io" {
 		t.Fatalf("aggregated /apis: %s", r.body)
 	}
 	var got []string

@@ -9,7 +9,6 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/leasehold/leasehold/apis"
 )
 
 // metrics are the API's request metrics, named as kube-apiserver names
@@ -116,14 +115,14 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		vars := mux.Vars(req)
 		res := vars["resource"]
-		version := vars["version"]
-		if res == "" || !servedVersion(version) {
+		group, version := vars["group"], vars["version"]
+		if res == "" || !servedVersion(req) {
 			next.ServeHTTP(w, req)
 			return
 		}
 		verb := requestVerb(req, vars["name"] != "")
 		if verb == "WATCH" {
-			g := m.longrunning.WithLabelValues(verb, apis.Group, version, res)
+			g := m.longrunning.WithLabelValues(verb, group, version, res)
 			g.Inc()
 			defer g.Dec()
 		}
@@ -133,9 +132,9 @@ func (m *metrics) instrument(next http.Handler) http.Handler {
 		if rec.code == 0 {
 			rec.code = http.StatusOK
 		}
-		m.requests.WithLabelValues(verb, apis.Group, version, res, strconv.Itoa(rec.code)).Inc()
+		m.requests.WithLabelValues(verb, group, version, res, strconv.Itoa(rec.code)).Inc()
 		if verb != "WATCH" {
-			m.duration.WithLabelValues(verb, apis.Group, version, res).Observe(time.Since(start).Seconds())
+			m.duration.WithLabelValues(verb, group, version, res).Observe(time.Since(start).Seconds())
 		}
 	})
 }

@@ -39,7 +39,7 @@ var openAPI = sync.OnceValues(func() (*openAPIService, error) {
 	}
 	for _, r := range registry.Served() {
 		cfg.Resources = append(cfg.Resources, openapi.Resource{
-			Group: apis.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: true,
+			Group: r.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced,
 		})
 	}
 	docs, err := openapi.Build(cfg)

@@ -36,6 +36,7 @@ var oapiV3Docs = []string{
 	"api", "api/v1", "apis", "apis/coordination.k8s.io",
 	"apis/coordination.k8s.io/v1", "apis/coordination.k8s.io/v1beta1",
 	"apis/coordination.k8s.io/v1alpha2", "apis/coordination.k8s.io/v1alpha1",
+	"apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1",
 	"version",
 }
 

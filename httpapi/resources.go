@@ -162,7 +162,11 @@ func (s *Server) decodeWrite(w http.ResponseWriter, req *http.Request, res *regi
 		s.writeError(w, req, err)
 		return out, q, nil, false
 	}
-	if obj.GetNamespace() == "" {
+	switch {
+	case !res.Namespaced:
+		// kube-apiserver clears a cluster-scoped object's namespace.
+		obj.SetNamespace("")
+	case obj.GetNamespace() == "":
 		obj.SetNamespace(ns)
 	}
 	return out, q, obj, true

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
-	"github.com/leasehold/leasehold/apis"
 	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/registry"
@@ -81,7 +81,7 @@ func New(cfg Config) *Server {
 		cfg.Authenticator, _ = auth.NewAuthenticator(auth.Config{})
 	}
 	if cfg.Authorizer == nil {
-		cfg.Authorizer, _ = auth.NewAuthorizer(auth.ModeAlwaysAllow)
+		cfg.Authorizer, _ = auth.NewAuthorizer(auth.ModeAlwaysAllow, nil)
 	}
 	s := &Server{
 		node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout,
@@ -108,7 +108,7 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	// object and collection routes that nearly every request takes. No two
 	// of these routes match the same path, so the order changes nothing
 	// else.
-	grp := r.PathPrefix("/apis/" + apis.Group).Subrouter()
+	grp := r.PathPrefix("/apis/{group:" + groupPattern() + "}").Subrouter()
 	grp.Use(s.metrics.instrument)
 	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}/{name}", s.item)
 	grp.HandleFunc("/{version}/namespaces/{namespace}/{resource}", s.namespacedCollection)
@@ -118,9 +118,11 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	grp.HandleFunc("/{version}", s.versionResources)
 	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}/{name}", s.deprecatedWatch)
 	grp.HandleFunc("/{version}/watch/namespaces/{namespace}/{resource}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/watch/{resource}/{name}", s.deprecatedWatch)
 	grp.HandleFunc("/{version}/watch/{resource}", s.deprecatedWatch)
+	grp.HandleFunc("/{version}/{resource}/{name}", s.item)
 	grp.PathPrefix("/{version}/").HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if servedVersion(mux.Vars(req)["version"]) {
+		if servedVersion(req) {
 			s.writeError(w, req, notFound())
 			return
 		}
@@ -154,23 +156,39 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	return r
 }
 
+// groupPattern matches the served API groups in a route.
+func groupPattern() string {
+	var alts []string
+	for _, g := range registry.Groups() {
+		alts = append(alts, regexp.QuoteMeta(g))
+	}
+	return strings.Join(alts, "|")
+}
+
 // resourceFor finds the served resource named in the URL, or answers 404
-// the way kube-apiserver does.
+// the way kube-apiserver does: a namespaced path names a namespaced
+// resource, and a path without a namespace a cluster-scoped one (or all
+// namespaces of a namespaced one, for a collection).
 func (s *Server) resourceFor(w http.ResponseWriter, req *http.Request) (*registry.Resource, bool) {
 	vars := mux.Vars(req)
-	if !servedVersion(vars["version"]) {
+	if !servedVersion(req) {
 		http.Error(w, "404 page not found", http.StatusNotFound)
 		return nil, false
 	}
-	res, ok := registry.Lookup(vars["version"], vars["resource"])
-	if !ok {
+	res, ok := registry.Lookup(vars["group"], vars["version"], vars["resource"])
+	_, namespaced := vars["namespace"]
+	if !ok || (namespaced && !res.Namespaced) || (vars["name"] != "" && !namespaced && res.Namespaced) {
 		s.writeError(w, req, notFound())
 		return nil, false
 	}
 	return res, true
 }
 
-func servedVersion(v string) bool { return registry.ServesVersion(v) }
+// servedVersion reports whether the URL's group version is served.
+func servedVersion(req *http.Request) bool {
+	vars := mux.Vars(req)
+	return registry.ServesVersion(vars["group"], vars["version"])
+}
 
 func notAllowed(w http.ResponseWriter, allow ...string) {
 	w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -195,9 +213,15 @@ func (s *Server) namespacedCollection(w http.ResponseWriter, req *http.Request) 
 	}
 }
 
+// clusterCollection is a namespaced resource across all namespaces (list
+// only), or a cluster-scoped resource's collection.
 func (s *Server) clusterCollection(w http.ResponseWriter, req *http.Request) {
 	res, ok := s.resourceFor(w, req)
 	if !ok {
+		return
+	}
+	if !res.Namespaced {
+		s.namespacedCollection(w, req)
 		return
 	}
 	if req.Method != http.MethodGet {
@@ -207,6 +231,7 @@ func (s *Server) clusterCollection(w http.ResponseWriter, req *http.Request) {
 	}
 	s.list(w, req, res, "")
 }
+
 
 func (s *Server) item(w http.ResponseWriter, req *http.Request) {
 	res, ok := s.resourceFor(w, req)

@@ -3,10 +3,12 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1alpha2 "k8s.io/api/coordination/v1alpha2"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +24,8 @@ type printer struct {
 }
 
 var (
-	nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}
+	createdAtColumn = metav1.TableColumnDefinition{Name: "Created At", Type: "date", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
+	nameColumn      = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: metav1.ObjectMeta{}.SwaggerDoc()["name"]}
 	ageColumn  = metav1.TableColumnDefinition{Name: "Age", Type: "string", Description: metav1.ObjectMeta{}.SwaggerDoc()["creationTimestamp"]}
 )
 
@@ -53,6 +56,52 @@ var printers = map[string]printer{
 			return []any{m.GetName(), specString(obj, "leaseName"), specString(obj, "binaryVersion"), specString(obj, "emulationVersion"), age(m)}
 		},
 	},
+}
+
+func init() {
+	// kube-apiserver's RBAC printers (kubernetes pkg/printers/internalversion).
+	role := printer{
+		columns: []metav1.TableColumnDefinition{nameColumn, createdAtColumn},
+		cells: func(_ map[string]any, m metav1.Object) []any {
+			return []any{m.GetName(), m.GetCreationTimestamp().UTC().Format(time.RFC3339)}
+		},
+	}
+	binding := printer{
+		columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			{Name: "Role", Type: "string", Description: rbacv1.RoleBinding{}.SwaggerDoc()["roleRef"]},
+			ageColumn,
+			{Name: "Users", Type: "string", Priority: 1, Description: "Users in the roleBinding"},
+			{Name: "Groups", Type: "string", Priority: 1, Description: "Groups in the roleBinding"},
+			{Name: "ServiceAccounts", Type: "string", Priority: 1, Description: "ServiceAccounts in the roleBinding"},
+		},
+		cells: func(obj map[string]any, m metav1.Object) []any {
+			ref, _ := obj["roleRef"].(map[string]any)
+			kind, _ := ref["kind"].(string)
+			name, _ := ref["name"].(string)
+			var users, groups, sas []string
+			subjects, _ := obj["subjects"].([]any)
+			for _, s := range subjects {
+				sub, _ := s.(map[string]any)
+				k, _ := sub["kind"].(string)
+				n, _ := sub["name"].(string)
+				switch k {
+				case rbacv1.UserKind:
+					users = append(users, n)
+				case rbacv1.GroupKind:
+					groups = append(groups, n)
+				case rbacv1.ServiceAccountKind:
+					if ns, _ := sub["namespace"].(string); ns != "" {
+						n = ns + "/" + n
+					}
+					sas = append(sas, n)
+				}
+			}
+			return []any{m.GetName(), kind + "/" + name, age(m), strings.Join(users, ", "), strings.Join(groups, ", "), strings.Join(sas, ", ")}
+		},
+	}
+	printers["Role"], printers["ClusterRole"] = role, role
+	printers["RoleBinding"], printers["ClusterRoleBinding"] = binding, binding
 }
 
 func specString(obj map[string]any, f string) string {

@@ -772,8 +772,9 @@ func TestWireDiscovery(t *testing.T) {
 	wantGroup := metav1.APIGroup{Name: "coordination.k8s.io",
 		Versions:         []metav1.GroupVersionForDiscovery{{GroupVersion: "coordination.k8s.io/v1", Version: "v1"}},
 		PreferredVersion: metav1.GroupVersionForDiscovery{GroupVersion: "coordination.k8s.io/v1", Version: "v1"}}
-	// coordination.k8s.io, then the review groups (kubectl auth).
-	if gl.Kind != "APIGroupList" || len(gl.Groups) != 3 || gl.Groups[1].Name != "authentication.k8s.io" || gl.Groups[2].Name != "authorization.k8s.io" || gl.Groups[0].Name != wantGroup.Name || gl.Groups[0].PreferredVersion != wantGroup.PreferredVersion || gl.Groups[0].Versions[0] != wantGroup.Versions[0] {
+	// coordination.k8s.io, rbac, then the review groups (kubectl auth).
+	if gl.Kind != "APIGroupList" || len(gl.Groups) != 4 || gl.Groups[1].Name != "rbac.authorization.k8s.io" ||
+		gl.Groups[2].Name != "authentication.k8s.io" || gl.Groups[3].Name != "authorization.k8s.io" || gl.Groups[0].Name != wantGroup.Name || gl.Groups[0].PreferredVersion != wantGroup.PreferredVersion || gl.Groups[0].Versions[0] != wantGroup.Versions[0] {
 		t.Errorf("/apis %+v", gl)
 	}
 	for _, p := range []string{"/apis/coordination.k8s.io", "/apis/coordination.k8s.io/"} {

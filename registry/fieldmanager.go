@@ -23,7 +23,7 @@ import (
 var typeConverter = sync.OnceValues(func() (managedfields.TypeConverter, error) {
 	cfg := openapi.Config{Scheme: apis.Scheme, Version: "v0"}
 	for _, r := range servedResources {
-		cfg.Resources = append(cfg.Resources, openapi.Resource{Group: apis.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: true})
+		cfg.Resources = append(cfg.Resources, openapi.Resource{Group: r.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced})
 	}
 	docs, err := openapi.Build(cfg)
 	if err != nil {

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
@@ -26,10 +27,14 @@ type Object interface {
 // strategy (validation) and how it converts to the one form the FSM
 // stores, the way kube-apiserver's registry does.
 type Resource struct {
+	Group    string // API group, e.g. "coordination.k8s.io"
 	Name     string // plural, e.g. "leases"
 	Singular string
 	Kind     string
 	Version  string
+	// Namespaced is false for a cluster-scoped resource, whose objects
+	// have no namespace.
+	Namespaced bool
 	// StorageVersionHash is kube-apiserver's, for discovery.
 	StorageVersionHash string
 
@@ -52,6 +57,9 @@ type Resource struct {
 	// Sanitize, if set, removes what a client may not write (the stored
 	// form's internal fields) from an incoming object.
 	Sanitize func(obj metav1.Object)
+	// Default, if set, fills in the served version's defaults, as the
+	// version's defaulting functions do on decoding in kube-apiserver.
+	Default func(obj metav1.Object)
 
 	// Validate and ValidateUpdate check objects of the served version.
 	Validate       func(obj runtime.Object) field.ErrorList
@@ -92,17 +100,17 @@ func (r *Resource) fromStored(obj runtime.Object) (Object, error) {
 
 // GroupResource is the resource qualified by group, as errors name it.
 func (r *Resource) GroupResource() schema.GroupResource {
-	return schema.GroupResource{Group: apis.Group, Resource: r.Name}
+	return schema.GroupResource{Group: r.Group, Resource: r.Name}
 }
 
 // GroupKind is the kind qualified by group, as validation errors name it.
 func (r *Resource) GroupKind() schema.GroupKind {
-	return schema.GroupKind{Group: apis.Group, Kind: r.Kind}
+	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
 }
 
 // GroupVersion is the served group version.
 func (r *Resource) GroupVersion() schema.GroupVersion {
-	return schema.GroupVersion{Group: apis.Group, Version: r.Version}
+	return schema.GroupVersion{Group: r.Group, Version: r.Version}
 }
 
 // GroupVersionKind is the served kind.
@@ -112,6 +120,8 @@ func (r *Resource) GroupVersionKind() schema.GroupVersionKind {
 
 // Leases is coordination.k8s.io/v1 Lease.
 var Leases = &Resource{
+	Group:              apis.Group,
+	Namespaced:         true,
 	Name:               "leases",
 	Singular:           "lease",
 	Kind:               "Lease",
@@ -149,6 +159,8 @@ func leaseCandidates(version string) *Resource {
 		hash = "VM2ILh8OBCI="
 	}
 	return &Resource{
+		Group:              apis.Group,
+		Namespaced:         true,
 		Name:               "leasecandidates",
 		Singular:           "leasecandidate",
 		Kind:               leasecandidate.Kind,
@@ -180,10 +192,13 @@ func leaseCandidates(version string) *Resource {
 	}
 }
 
-// sanitize applies r.Sanitize to an incoming object.
+// sanitize applies r.Sanitize, then r.Default, to an incoming object.
 func (r *Resource) sanitize(obj metav1.Object) {
 	if r.Sanitize != nil {
 		r.Sanitize(obj)
+	}
+	if r.Default != nil {
+		r.Default(obj)
 	}
 }
 
@@ -193,13 +208,13 @@ var servedResources = func() []*Resource {
 	for _, v := range leasecandidate.Versions {
 		rs = append(rs, leaseCandidates(v))
 	}
-	return rs
+	return append(rs, Roles, ClusterRoles, RoleBindings, ClusterRoleBindings)
 }()
 
-// Lookup finds the resource served as name in version.
-func Lookup(version, name string) (*Resource, bool) {
+// Lookup finds the resource served as name in group and version.
+func Lookup(group, version, name string) (*Resource, bool) {
 	for _, r := range servedResources {
-		if r.Version == version && r.Name == name {
+		if r.Group == group && r.Version == version && r.Name == name {
 			return r, true
 		}
 	}
@@ -209,12 +224,25 @@ func Lookup(version, name string) (*Resource, bool) {
 // Served returns every served resource version.
 func Served() []*Resource { return servedResources }
 
-// ServesVersion reports whether any resource is served in version.
-func ServesVersion(version string) bool {
+// ServesVersion reports whether any resource is served in group and
+// version.
+func ServesVersion(group, version string) bool {
 	for _, r := range servedResources {
-		if r.Version == version {
+		if r.Group == group && r.Version == version {
 			return true
 		}
 	}
 	return false
+}
+
+// Groups lists the served API groups, in the order their resources are
+// served.
+func Groups() []string {
+	var out []string
+	for _, r := range servedResources {
+		if !slices.Contains(out, r.Group) {
+			out = append(out, r.Group)
+		}
+	}
+	return out
 }

@@ -53,6 +53,10 @@ type Store struct {
 	// waits for a current state to decide from before it fails with 503
 	// (nothing written).
 	WriteTimeout time.Duration
+	// Admit, if set, judges a create (old nil) or an update after
+	// validation, with the request's context (which carries its user): RBAC's
+	// escalation check. An error refuses the write, dry run included.
+	Admit func(ctx context.Context, r *Resource, obj, old Object) error
 }
 
 // New returns a Store over c.
@@ -289,6 +293,11 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOpti
 	if errs := r.Validate(obj); len(errs) > 0 {
 		return nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
 	}
+	if s.Admit != nil {
+		if err := s.Admit(ctx, r, obj, nil); err != nil {
+			return nil, err
+		}
+	}
 	if o.DryRun {
 		return obj, nil
 	}
@@ -459,7 +468,7 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Ob
 		if optimistic {
 			obj = obj.DeepCopyObject().(Object)
 		}
-		next, data, err := s.prepareReplace(r, cur, obj, o)
+		next, data, err := s.prepareReplace(ctx, r, cur, obj, o)
 		if err != nil {
 			if optimistic {
 				obj = in
@@ -503,7 +512,7 @@ func (s *Store) linearizableRead(ctx context.Context) error {
 // update is validated, and the FSM applies it only if cur is still the
 // stored version.
 func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj Object, o WriteOptions) (runtime.Object, error) {
-	next, data, err := s.prepareReplace(r, cur, obj, o)
+	next, data, err := s.prepareReplace(ctx, r, cur, obj, o)
 	if err != nil || data == nil {
 		return next, err
 	}
@@ -512,7 +521,7 @@ func (s *Store) replace(ctx context.Context, r *Resource, cur *state.Object, obj
 
 // prepareReplace builds and validates the object replacing cur, and
 // returns it with its stored encoding (nil for a dry run).
-func (s *Store) prepareReplace(r *Resource, cur *state.Object, obj Object, o WriteOptions) (Object, []byte, error) {
+func (s *Store) prepareReplace(ctx context.Context, r *Resource, cur *state.Object, obj Object, o WriteOptions) (Object, []byte, error) {
 	old, err := served(r, cur.Obj)
 	if err != nil {
 		return nil, nil, err
@@ -532,6 +541,11 @@ func (s *Store) prepareReplace(r *Resource, cur *state.Object, obj Object, o Wri
 	}
 	if errs := r.ValidateUpdate(obj, old); len(errs) > 0 {
 		return nil, nil, apierrors.NewInvalid(r.GroupKind(), obj.GetName(), errs)
+	}
+	if s.Admit != nil {
+		if err := s.Admit(ctx, r, obj, old); err != nil {
+			return nil, nil, err
+		}
 	}
 	if o.DryRun {
 		return obj, nil, nil

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerates apis/openapi/zz_generated.openapi.go: the OpenAPI definitions
-# of the served types (k8s.io/api coordination v1, v1beta1, v1alpha2,
+# of the served types (k8s.io/api coordination v1, v1beta1, v1alpha2, rbac v1,
 # leasehold's coordination v1alpha1) and of the apimachinery types they
 # reference, generated from the Go types and their doc comments by
 # kube-openapi's openapi-gen, at the kube-openapi version go.mod requires.
@@ -28,6 +28,7 @@ go run "k8s.io/kube-openapi/cmd/openapi-gen@${version}" \
 	k8s.io/api/coordination/v1 \
 	k8s.io/api/coordination/v1beta1 \
 	k8s.io/api/coordination/v1alpha2 \
+	k8s.io/api/rbac/v1 \
 	github.com/leasehold/leasehold/apis/coordination/v1alpha1
 
 gofmt -w apis/openapi/zz_generated.openapi.go

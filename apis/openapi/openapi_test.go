@@ -21,7 +21,7 @@ var patchTypes = []string{"application/json-patch+json", "application/merge-patc
 func served() []openapi.Resource {
 	var rs []openapi.Resource
 	for _, r := range registry.Served() {
-		rs = append(rs, openapi.Resource{Group: apis.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: true})
+		rs = append(rs, openapi.Resource{Group: r.Group, Version: r.Version, Resource: r.Name, Kind: r.Kind, Namespaced: r.Namespaced})
 	}
 	return rs
 }
@@ -42,14 +42,30 @@ type operation struct {
 	params []string
 }
 
-// operations are kube-apiserver's operations for a namespaced resource.
+// operations are kube-apiserver's operations for a resource.
 func operations(r openapi.Resource) []operation {
 	root := "/apis/" + r.Group + "/" + r.Version
-	gv := "Coordination" + strings.ToUpper(r.Version[:1]) + r.Version[1:]
+	group := map[string]string{"coordination.k8s.io": "Coordination", "rbac.authorization.k8s.io": "RbacAuthorization"}[r.Group]
+	gv := group + strings.ToUpper(r.Version[:1]) + r.Version[1:]
 	list := []string{"allowWatchBookmarks", "continue", "fieldSelector", "labelSelector", "limit", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds", "watch"}
 	write := []string{"dryRun", "fieldManager", "fieldValidation"}
 	del := []string{"dryRun", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreakingPotential", "orphanDependents", "propagationPolicy"}
 	delColl := []string{"continue", "dryRun", "fieldSelector", "gracePeriodSeconds", "ignoreStoreReadErrorWithClusterBreakingPotential", "labelSelector", "limit", "orphanDependents", "propagationPolicy", "resourceVersion", "resourceVersionMatch", "sendInitialEvents", "timeoutSeconds"}
+	if !r.Namespaced {
+		coll := root + "/" + r.Resource
+		item := coll + "/{name}"
+		return []operation{
+			{coll, "GET", "list" + gv + r.Kind, "list", list},
+			{coll, "POST", "create" + gv + r.Kind, "post", write},
+			{coll, "DELETE", "delete" + gv + "Collection" + r.Kind, "deletecollection", delColl},
+			{item, "GET", "read" + gv + r.Kind, "get", nil},
+			{item, "PUT", "replace" + gv + r.Kind, "put", write},
+			{item, "PATCH", "patch" + gv + r.Kind, "patch", append(slices.Clone(write), "force")},
+			{item, "DELETE", "delete" + gv + r.Kind, "delete", del},
+			{root + "/watch/" + r.Resource, "GET", "watch" + gv + r.Kind + "List", "watchlist", nil},
+			{root + "/watch/" + r.Resource + "/{name}", "GET", "watch" + gv + r.Kind, "watch", nil},
+		}
+	}
 	coll := root + "/namespaces/{namespace}/" + r.Resource
 	item := coll + "/{name}"
 	return []operation{
@@ -66,6 +82,11 @@ func operations(r openapi.Resource) []operation {
 		{root + "/watch/namespaces/{namespace}/" + r.Resource, "GET", "watch" + gv + "Namespaced" + r.Kind + "List", "watchlist", nil},
 		{root + "/watch/namespaces/{namespace}/" + r.Resource + "/{name}", "GET", "watch" + gv + "Namespaced" + r.Kind, "watch", nil},
 	}
+}
+
+// tag is a group's tag in kube-apiserver's documents.
+func tag(group string) string {
+	return map[string]string{"coordination.k8s.io": "coordination", "rbac.authorization.k8s.io": "rbacAuthorization"}[group]
 }
 
 func v3Op(p *spec3.Path, method string) *spec3.Operation {
@@ -109,6 +130,7 @@ func TestDocuments(t *testing.T) {
 	slices.Sort(names)
 	want := []string{"api", "api/v1", "apis", "apis/coordination.k8s.io",
 		"apis/coordination.k8s.io/v1", "apis/coordination.k8s.io/v1alpha1", "apis/coordination.k8s.io/v1alpha2", "apis/coordination.k8s.io/v1beta1",
+		"apis/rbac.authorization.k8s.io", "apis/rbac.authorization.k8s.io/v1",
 		"version"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("v3 documents %v, want %v", names, want)
@@ -132,6 +154,7 @@ func TestDocuments(t *testing.T) {
 		"/api/": "getCoreAPIVersions", "/api/v1/": "getCoreV1APIResources", "/apis/": "getAPIVersions",
 		"/apis/coordination.k8s.io/": "getCoordinationAPIGroup", "/apis/coordination.k8s.io/v1/": "getCoordinationV1APIResources",
 		"/apis/coordination.k8s.io/v1beta1/": "getCoordinationV1beta1APIResources", "/version/": "getCodeVersion",
+		"/apis/rbac.authorization.k8s.io/": "getRbacAuthorizationAPIGroup", "/apis/rbac.authorization.k8s.io/v1/": "getRbacAuthorizationV1APIResources",
 	} {
 		if p, ok := docs.V2.Paths.Paths[path]; !ok || p.Get == nil || p.Get.ID != id {
 			t.Errorf("v2 %s: %+v, want GET %s", path, p.Get, id)
@@ -167,7 +190,7 @@ func TestEveryServedOperation(t *testing.T) {
 			}
 			if op.OperationId != want.id || op.Extensions["x-kubernetes-action"] != want.action ||
 				!reflect.DeepEqual(op.Extensions["x-kubernetes-group-version-kind"], wantGVK) ||
-				!slices.Equal(op.Tags, []string{"coordination_" + r.Version}) {
+				!slices.Equal(op.Tags, []string{tag(r.Group) + "_" + r.Version}) {
 				t.Errorf("v3 %s: id %s, tags %v, extensions %v; want %s, action %s, GVK %v", what, op.OperationId, op.Tags, op.Extensions, want.id, want.action, wantGVK)
 			}
 			var got []string
@@ -224,18 +247,26 @@ func TestEveryServedOperation(t *testing.T) {
 			}
 		}
 		// Nothing else: the document describes what is served, the
-		// discovery path and six paths per resource.
-		n := 0
+		// discovery path and six paths per namespaced resource, four per
+		// cluster-scoped one.
+		want := 1
 		for _, o := range served() {
-			if o.Version == r.Version {
-				n++
+			if o.Group == r.Group && o.Version == r.Version {
+				want += 4
+				if o.Namespaced {
+					want += 2
+				}
 			}
 		}
-		if got, want := len(doc.Paths.Paths), 1+6*n; got != want {
+		if got := len(doc.Paths.Paths); got != want {
 			t.Errorf("v3 %s/%s: %d paths, want %d", r.Group, r.Version, got, want)
 		}
 	}
-	if total != 11*len(served()) {
+	want := 0
+	for _, r := range served() {
+		want += len(operations(r))
+	}
+	if total != want || total < 11*len(served())-2*4 {
 		t.Fatalf("checked %d operations", total)
 	}
 }
@@ -255,9 +286,34 @@ func schemaOf(t *testing.T, doc *spec3.OpenAPI, s spec.Schema) *spec.Schema {
 	return out
 }
 
+func TestRBACSchemas(t *testing.T) {
+	docs := build(t)
+	doc := docs.V3["apis/rbac.authorization.k8s.io/v1"]
+	for _, kind := range []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"} {
+		for _, k := range []string{kind, kind + "List"} {
+			s := doc.Components.Schemas["io.k8s.api.rbac.v1."+k]
+			want := []interface{}{map[string]interface{}{"group": "rbac.authorization.k8s.io", "version": "v1", "kind": k}}
+			if s == nil || s.Description == "" || !reflect.DeepEqual(s.Extensions["x-kubernetes-group-version-kind"], want) {
+				t.Fatalf("%s: %+v", k, s)
+			}
+		}
+	}
+	rules := doc.Components.Schemas["io.k8s.api.rbac.v1.ClusterRole"].Properties["rules"]
+	if rules.Description == "" || !rules.Type.Contains("array") {
+		t.Errorf("ClusterRole.rules: %+v", rules)
+	}
+	ref := doc.Components.Schemas["io.k8s.api.rbac.v1.RoleBinding"].Properties["roleRef"]
+	if rr := schemaOf(t, doc, ref); rr.Properties["kind"].Description == "" {
+		t.Errorf("RoleBinding.roleRef: %+v", rr)
+	}
+}
+
 func TestSchemas(t *testing.T) {
 	docs := build(t)
 	for _, r := range served() {
+		if r.Group != "coordination.k8s.io" {
+			continue // TestRBACSchemas
+		}
 		doc := docs.V3["apis/"+r.Group+"/"+r.Version]
 		name := "io.k8s.api.coordination." + r.Version + "." + r.Kind
 		for _, n := range []string{name, name + "List"} {

@@ -136,8 +136,8 @@ var cfgFlags = []cfgFlag{
 		usage: "accepted aud claims of service-account JWTs, comma-separated"},
 	{name: "anonymous-auth", arg: "BOOL", def: "false",
 		usage: "let requests without credentials in as system:anonymous; a request with bad credentials gets 401 either way. /livez, /readyz and /healthz never need credentials"},
-	{name: "authorization-mode", arg: "MODE", def: "AlwaysAllow",
-		usage: "AlwaysAllow: every authenticated request is allowed (members of system:masters always are). RBAC is not available yet"},
+	{name: "authorization-mode", arg: "MODE", shown: "RBAC when an authenticator is configured, else AlwaysAllow",
+		usage: "RBAC: Roles, ClusterRoles and their bindings, objects of the store, decide; AlwaysAllow: every authenticated request is allowed. Members of system:masters may always do everything"},
 	{name: "max-requests-inflight", arg: "N", def: "400",
 		usage: "read-only requests (get, list) under way at once; beyond it 429 with Retry-After: 1. Watches and system:masters are not counted; 0 is no limit"},
 	{name: "max-mutating-requests-inflight", arg: "N", def: "200",
@@ -357,11 +357,16 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 	}
 	mode := src["authorization-mode"]
 	switch c.AuthorizationMode = strings.TrimSpace(mode.value); c.AuthorizationMode {
-	case "AlwaysAllow":
-	case "RBAC":
-		return c, mode.errorf("RBAC is not available yet; use AlwaysAllow")
+	case "RBAC", "AlwaysAllow":
+	case "":
+		// kube-apiserver's flag has no default; here a node that
+		// authenticates its clients authorizes them too.
+		c.AuthorizationMode = "AlwaysAllow"
+		if c.ClientCAFile != "" || c.TokenAuthFile != "" || len(c.ServiceAccountKeyFiles) > 0 {
+			c.AuthorizationMode = "RBAC"
+		}
 	default:
-		return c, mode.errorf("must be AlwaysAllow")
+		return c, mode.errorf("must be RBAC or AlwaysAllow")
 	}
 	var n uint64
 	if n, err = cfgParseUint(src["max-requests-inflight"], 0); err != nil {

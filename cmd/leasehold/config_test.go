@@ -121,8 +121,11 @@ func TestParseConfigValid(t *testing.T) {
 				"--client-ca-file", "ca.pem", "--token-auth-file", "tokens.csv"},
 			want: func(c *Config) {
 				c.TLSCertFile, c.TLSPrivateKeyFile, c.ClientCAFile, c.TokenAuthFile = "c.pem", "k.pem", "ca.pem", "tokens.csv"
+				c.AuthorizationMode = "RBAC"
 			}},
 		{name: "token file without TLS", env: []string{"LEASEHOLD_TOKEN_AUTH_FILE=t.csv"},
+			want: func(c *Config) { c.TokenAuthFile = "t.csv"; c.AuthorizationMode = "RBAC" }},
+		{name: "AlwaysAllow chosen with an authenticator", args: []string{"--token-auth-file", "t.csv", "--authorization-mode", "AlwaysAllow"},
 			want: func(c *Config) { c.TokenAuthFile = "t.csv" }},
 		{name: "raft tuning flags",
 			args: []string{"--snapshot-threshold", "100", "--snapshot-interval", "250ms", "--trailing-logs", "0",
@@ -213,7 +216,8 @@ func TestParseConfigErrors(t *testing.T) {
 		{"issuer without keys", []string{"--service-account-issuer", "https://x"}, nil, []string{"need --service-account-key-file"}},
 		{"anonymous not a bool", []string{"--anonymous-auth", "maybe"}, nil, []string{"--anonymous-auth", "true or false"}},
 		{"authorization mode unknown", []string{"--authorization-mode", "Node"}, nil, []string{"--authorization-mode", "Node"}},
-		{"authorization mode RBAC not yet", []string{"--authorization-mode", "RBAC"}, nil, []string{"--authorization-mode", "not available yet"}},
+		{"authorization mode lower case", []string{"--authorization-mode", "rbac"}, nil, []string{"--authorization-mode", "must be RBAC or AlwaysAllow"}},
+
 		{"inflight negative", []string{"--max-requests-inflight", "-1"}, nil, []string{"--max-requests-inflight"}},
 		{"peer cert without CA", []string{"--peer-cert-file", "c", "--peer-key-file", "k"}, nil, []string{"must be given together"}},
 		{"peer allowed CN without TLS", []string{"--peer-cert-allowed-cn", "x"}, nil, []string{"--peer-cert-allowed-cn needs"}},

@@ -25,10 +25,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/leasehold/leasehold/auth"
+	"github.com/leasehold/leasehold/auth/rbac"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
+	"github.com/leasehold/leasehold/policy"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
 )
@@ -40,8 +42,12 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }
 
-// shutdownTimeout bounds a graceful stop; CLI.md promises exit within 10 s.
+// shutdownTimeout bounds a graceful stop; docs/cli.md promises exit within 10 s.
 const shutdownTimeout = 8 * time.Second
+
+// rbacResync is how often the leader reconciles the bootstrap and
+// aggregated ClusterRoles (a new leader does at once).
+const rbacResync = 5 * time.Second
 
 func run(args, env []string, stdout, stderr io.Writer) int {
 	cfg, err := ParseConfig(args, env, stdout)
@@ -79,10 +85,6 @@ func serve(cfg Config, logger hclog.Logger) error {
 		PeerCAFile:             peerCAFile(cfg),
 		PeerAllowedCN:          cfg.PeerCertAllowedCN,
 	})
-	if err != nil {
-		return err
-	}
-	authz, err := auth.NewAuthorizer(cfg.AuthorizationMode)
 	if err != nil {
 		return err
 	}
@@ -139,6 +141,16 @@ func serve(cfg Config, logger hclog.Logger) error {
 
 	store := registry.New(node)
 	store.WriteTimeout = cfg.WriteTimeout
+	// RBAC reads the node's own state on every request; its escalation
+	// check judges writes of roles and bindings; on the leader, its
+	// controller keeps the bootstrap and aggregated roles current.
+	authz, err := auth.NewAuthorizer(cfg.AuthorizationMode, rbac.New(store.RBACPolicy))
+	if err != nil {
+		node.Close()
+		return err
+	}
+	store.Admit = policy.Admit(authz, store)
+	policyController := policy.NewController(store, node, rbacResync, logger.Named("rbac"))
 	// The coordinated leader election controller acts only while this node
 	// is the Raft leader; it writes through the store like any client.
 	elections := election.New(election.Config{
@@ -176,6 +188,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 		defer close(electionDone)
 		elections.Run(baseCtx)
 	}()
+	go policyController.Run(baseCtx)
 	srv := apiServer(api.Handler(), cert, authn.ClientCAs())
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	srv.ErrorLog = logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})

@@ -392,9 +392,12 @@ func TestSecureCluster(t *testing.T) {
 			!slices.Equal(groups(u), []string{"system:serviceaccounts", "system:serviceaccounts:team-a", "system:authenticated"}) {
 			t.Errorf("service account: %v", u)
 		}
-		// A token user may write (AlwaysAllow): the union lets a token in.
+		// Under RBAC (the default once clients authenticate) alice, bound
+		// to nothing, may not write.
 		lease := []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"alices"},"spec":{"holderIdentity":"alice"}}`)
-		if a := call(t, p.client(), "POST", base+leasePath, "Bearer "+aliceToken, lease); a.code != 201 {
+		a := call(t, p.client(), "POST", base+leasePath, "Bearer "+aliceToken, lease)
+		want := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"leases.coordination.k8s.io is forbidden: User \"alice\" cannot create resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"default\"","reason":"Forbidden","details":{"group":"coordination.k8s.io","kind":"leases"},"code":403}` + "\n"
+		if a.code != 403 || a.body != want {
 			t.Errorf("alice's create: %d %s", a.code, a.body)
 		}
 	})
@@ -411,6 +414,11 @@ func TestSecureCluster(t *testing.T) {
 			return stdout.String(), stderr.String(), err
 		}
 		kubectl := func(args ...string) (string, string, error) { return kubectlWith(p.kubeconfig, args...) }
+		// alice and the elector hold Leases in default.
+		if out, errOut, err := kubectl("create", "rolebinding", "holders", "--clusterrole=leasehold:lease-holder",
+			"--user=alice", "--serviceaccount=team-a:elector", "-n", "default"); err != nil {
+			t.Fatalf("kubectl create rolebinding: %v %s%s", err, out, errOut)
+		}
 		// A kubeconfig of each credential type: kubectl, and client-go in
 		// protobuf, as each identity.
 		for _, who := range []struct{ name, token, user string }{
@@ -483,6 +491,104 @@ current-context: leasehold
 		_, errOut, err := kubectlWith(stranger, "get", "leases")
 		if err == nil || !strings.Contains(errOut, "error: You must be logged in to the server (") {
 			t.Errorf("kubectl with a wrong token: %v %s", err, errOut)
+		}
+	})
+
+	t.Run("RBAC", func(t *testing.T) {
+		admin := p.client(p.admin)
+		get := func(n *procNode, path string) answer { return call(t, admin, "GET", "https://"+n.apiAddr+path, "", nil) }
+		// The bootstrap policy, and edit aggregated with the lease rules,
+		// on every node.
+		rbacPath := "/apis/rbac.authorization.k8s.io/v1"
+		deadline := time.Now().Add(20 * time.Second)
+		for _, n := range pc.nodes[:3] {
+			for _, name := range []string{"cluster-admin", "admin", "edit", "view", "system:basic-user", "system:discovery", "system:monitoring", "leasehold:lease-holder"} {
+				for {
+					a := get(n, rbacPath+"/clusterroles/"+name)
+					if a.code == 200 && (name != "edit" || strings.Contains(a.body, `"leases"`)) {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatalf("%s: clusterrole %s: %d %s", n.name, name, a.code, a.body)
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
+			}
+			if a := get(n, rbacPath+"/clusterrolebindings/cluster-admin"); a.code != 200 || !strings.Contains(a.body, `"system:masters"`) {
+				t.Errorf("%s: clusterrolebinding cluster-admin: %d %s", n.name, a.code, a.body)
+			}
+		}
+
+		alice := func(n *procNode, method, path string, body []byte) answer {
+			return call(t, p.client(), method, "https://"+n.apiAddr+path, "Bearer "+aliceToken, body)
+		}
+		teamB := "/apis/coordination.k8s.io/v1/namespaces/team-b/leases"
+		lease := []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"b"},"spec":{"holderIdentity":"alice"}}`)
+		if a := alice(pc.nodes[0], "POST", teamB, lease); a.code != 403 {
+			t.Fatalf("alice in team-b before any binding: %d %s", a.code, a.body)
+		}
+
+		// alice may create role bindings in team-b, but not grant what she
+		// does not hold: kube's escalation check.
+		post := func(path, body string) answer {
+			t.Helper()
+			return call(t, admin, "POST", base+path, "", []byte(body))
+		}
+		for _, b := range []struct{ path, body string }{
+			{rbacPath + "/namespaces/team-b/roles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"binder"},"rules":[{"apiGroups":["rbac.authorization.k8s.io"],"resources":["rolebindings"],"verbs":["create"]}]}`},
+			{rbacPath + "/namespaces/team-b/rolebindings", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"alice-binds"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"binder"},"subjects":[{"kind":"User","name":"alice"}]}`},
+		} {
+			if a := post(b.path, b.body); a.code != 201 {
+				t.Fatalf("POST %s: %d %s", b.path, a.code, a.body)
+			}
+		}
+		escalate := []byte(`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"alice-edits"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"kind":"User","name":"alice"}]}`)
+		deadline = time.Now().Add(5 * time.Second)
+		for {
+			a := alice(pc.nodes[2], "POST", rbacPath+"/namespaces/team-b/rolebindings", escalate)
+			if a.code == 403 && strings.Contains(a.body, `rolebindings.rbac.authorization.k8s.io \"alice-edits\" is forbidden: user \"alice\" (groups=[\"team-a\" \"team-b\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:`) {
+				break
+			}
+			// Until n3 has applied alice's new binding, she may not create
+			// role bindings at all.
+			if a.code != 403 || time.Now().After(deadline) {
+				t.Fatalf("alice grants herself edit: %d %s", a.code, a.body)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if a := get(pc.nodes[0], rbacPath+"/namespaces/team-b/rolebindings/alice-edits"); a.code != 404 {
+			t.Errorf("the refused binding exists: %d %s", a.code, a.body)
+		}
+
+		// The admin binds alice in team-b on n1; alice writes there on n3
+		// as soon as n3 has applied the binding.
+		if a := post(rbacPath+"/namespaces/team-b/rolebindings", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"alice-holds"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"leasehold:lease-holder"},"subjects":[{"kind":"User","name":"alice"}]}`); a.code != 201 {
+			t.Fatalf("bind alice: %d %s", a.code, a.body)
+		}
+		bound := time.Now()
+		for {
+			a := alice(pc.nodes[2], "POST", teamB, lease)
+			if a.code == 201 {
+				t.Logf("alice's binding took effect on another node after %v", time.Since(bound).Round(time.Millisecond))
+				break
+			}
+			if a.code != 403 || time.Since(bound) > time.Second {
+				t.Fatalf("alice in team-b after her binding: %d %s", a.code, a.body)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		// She may still not delete (lease-holder has no delete), nor touch
+		// team-c.
+		if a := alice(pc.nodes[1], "DELETE", teamB+"/b", nil); a.code != 403 {
+			t.Errorf("alice's delete: %d %s", a.code, a.body)
+		}
+		if a := alice(pc.nodes[1], "GET", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases", nil); a.code != 403 {
+			t.Errorf("alice's list in team-c: %d %s", a.code, a.body)
+		}
+		// Her rules, as kubectl auth can-i --list shows them.
+		rules := alice(pc.nodes[1], "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"team-b"}}`))
+		if rules.code != 201 || !strings.Contains(rules.body, `"resources":["leases"]`) || !strings.Contains(rules.body, `"resources":["rolebindings"]`) {
+			t.Errorf("alice's rules in team-b: %d %s", rules.code, rules.body)
 		}
 	})
 
