@@ -8,7 +8,6 @@ import (
 
 	"github.com/gorilla/mux"
 	"github.com/prometheus/client_golang/prometheus"
-
 )
 
 // metrics are the API's request metrics, named as kube-apiserver names

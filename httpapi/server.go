@@ -232,7 +232,6 @@ func (s *Server) clusterCollection(w http.ResponseWriter, req *http.Request) {
 	s.list(w, req, res, "")
 }
 
-
 func (s *Server) item(w http.ResponseWriter, req *http.Request) {
 	res, ok := s.resourceFor(w, req)
 	if !ok {

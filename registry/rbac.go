@@ -37,7 +37,9 @@ var (
 				l.Items[i].TypeMeta = metav1.TypeMeta{}
 			}
 		},
-		func(obj runtime.Object) field.ErrorList { return validation.ValidateClusterRole(obj.(*rbacv1.ClusterRole)) },
+		func(obj runtime.Object) field.ErrorList {
+			return validation.ValidateClusterRole(obj.(*rbacv1.ClusterRole))
+		},
 		func(obj, old runtime.Object) field.ErrorList {
 			return validation.ValidateClusterRoleUpdate(obj.(*rbacv1.ClusterRole), old.(*rbacv1.ClusterRole))
 		}, nil)
@@ -51,7 +53,9 @@ var (
 				l.Items[i].TypeMeta = metav1.TypeMeta{}
 			}
 		},
-		func(obj runtime.Object) field.ErrorList { return validation.ValidateRoleBinding(obj.(*rbacv1.RoleBinding)) },
+		func(obj runtime.Object) field.ErrorList {
+			return validation.ValidateRoleBinding(obj.(*rbacv1.RoleBinding))
+		},
 		func(obj, old runtime.Object) field.ErrorList {
 			return validation.ValidateRoleBindingUpdate(obj.(*rbacv1.RoleBinding), old.(*rbacv1.RoleBinding))
 		},

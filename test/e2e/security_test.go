@@ -496,7 +496,9 @@ current-context: leasehold
 
 	t.Run("RBAC", func(t *testing.T) {
 		admin := p.client(p.admin)
-		get := func(n *procNode, path string) answer { return call(t, admin, "GET", "https://"+n.apiAddr+path, "", nil) }
+		get := func(n *procNode, path string) answer {
+			return call(t, admin, "GET", "https://"+n.apiAddr+path, "", nil)
+		}
 		// The bootstrap policy, and edit aggregated with the lease rules,
 		// on every node.
 		rbacPath := "/apis/rbac.authorization.k8s.io/v1"
