@@ -16,8 +16,8 @@ import (
 var openPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}
 
 // guard runs kube-apiserver's order of checks before a request reaches the
-// API: authentication (401), the in-flight limits (429), authorization
-// (403). A request refused at any step has no effect, and an
+// API: authentication (401), impersonation (403), the in-flight limits
+// (429), authorization (403). A request refused at any step has no effect, and an
 // unauthenticated one takes no in-flight slot.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -28,6 +28,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		u, err := s.authn.Authenticate(req)
 		if err != nil {
 			s.writeError(w, req, apierrors.NewUnauthorized("Unauthorized"))
+			return
+		}
+		if u, err = auth.Impersonate(req.Context(), s.authz, u, req.Header); err != nil {
+			w.Header().Set("X-Content-Type-Options", "nosniff")
+			s.writeError(w, req, err)
 			return
 		}
 		attrs, err := auth.Attributes(req, u)

@@ -587,6 +587,44 @@ current-context: leasehold
 		if a := alice(pc.nodes[1], "GET", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases", nil); a.code != 403 {
 			t.Errorf("alice's list in team-c: %d %s", a.code, a.body)
 		}
+		// Impersonation: only those allowed the impersonate verb.
+		whoamiAs := func(c *http.Client, authz string, as map[string][]string) answer {
+			req, _ := http.NewRequest("POST", base+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
+				strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
+			if authz != "" {
+				req.Header.Set("Authorization", authz)
+			}
+			for k, vs := range as {
+				for _, v := range vs {
+					req.Header.Add(k, v)
+				}
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return answer{code: resp.StatusCode, body: string(b)}
+		}
+		if a := whoamiAs(p.client(), "Bearer "+aliceToken, map[string][]string{"Impersonate-User": {"admin"}, "Impersonate-Group": {"system:masters"}}); a.code != 403 ||
+			!strings.Contains(a.body, `users \"admin\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope`) {
+			t.Errorf("alice impersonates admin: %d %s", a.code, a.body)
+		}
+		if a := whoamiAs(admin, "", map[string][]string{"Impersonate-User": {"alice"}, "Impersonate-Group": {"team-b"}}); a.code != 201 ||
+			!strings.Contains(a.body, `"username":"alice","groups":["team-b","system:authenticated"]`) {
+			t.Errorf("admin impersonates alice: %d %s", a.code, a.body)
+		}
+		if a := whoamiAs(admin, "", map[string][]string{"Impersonate-Group": {"team-b"}}); a.code != 400 {
+			t.Errorf("a group without a user: %d %s", a.code, a.body)
+		}
+		for as, want := range map[string]string{"alice": "yes", "bob": "no"} {
+			out, _ := exec.Command("kubectl", "--kubeconfig", p.kubeconfig, "auth", "can-i", "create", "leases", "-n", "team-b", "--as", as).Output()
+			if got := strings.TrimSpace(string(out)); got != want {
+				t.Errorf("kubectl auth can-i create leases -n team-b --as %s: %q, want %q", as, got, want)
+			}
+		}
+
 		// Her rules, as kubectl auth can-i --list shows them.
 		rules := alice(pc.nodes[1], "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"team-b"}}`))
 		if rules.code != 201 || !strings.Contains(rules.body, `"resources":["leases"]`) || !strings.Contains(rules.body, `"resources":["rolebindings"]`) {
