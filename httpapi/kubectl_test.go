@@ -332,6 +332,62 @@ func TestKubectl(t *testing.T) {
 		k.out(`leasecandidate.coordination.k8s.io "lcv" deleted`, "delete", "leasecandidates.v1alpha1.coordination.k8s.io", "lcv", "-n", ns)
 		k.fails(`leasecandidates.coordination.k8s.io "lcv" not found`, "get", "leasecandidate", "lcv", "-n", ns)
 	})
+	t.Run("rbac", func(t *testing.T) {
+		k := *k
+		k.t = t
+		ns := "kc-rbac"
+		k.out("role.rbac.authorization.k8s.io/reader created", "create", "role", "reader", "--verb=get,list", "--resource=leases.coordination.k8s.io", "-n", ns)
+		k.out("rolebinding.rbac.authorization.k8s.io/readers created", "create", "rolebinding", "readers", "--role=reader", "--user=alice", "--group=team", "--serviceaccount="+ns+":elector", "-n", ns)
+		k.out("clusterrole.rbac.authorization.k8s.io/kc-metrics created", "create", "clusterrole", "kc-metrics", "--verb=get", "--non-resource-url=/metrics")
+		k.out("clusterrolebinding.rbac.authorization.k8s.io/kc-metrics created", "create", "clusterrolebinding", "kc-metrics", "--clusterrole=kc-metrics", "--group=monitoring")
+		// Tables as kube-apiserver prints them, wide columns included.
+		header, rows := kcTable(t, k.run("get", "rolebinding", "readers", "-n", ns, "-o", "wide"))
+		if !slices.Equal(header, []string{"NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"}) || len(rows) != 1 ||
+			rows[0][0] != "readers" || rows[0][1] != "Role/reader" || rows[0][3] != "alice" || rows[0][4] != "team" || rows[0][5] != ns+"/elector" {
+			t.Fatalf("get rolebinding -o wide: %q %q", header, rows)
+		}
+		header, rows = kcTable(t, k.run("get", "clusterrole", "kc-metrics"))
+		if !slices.Equal(header, []string{"NAME", "CREATED", "AT"}) || len(rows) != 1 || rows[0][0] != "kc-metrics" {
+			t.Fatalf("get clusterrole: %q %q", header, rows)
+		}
+		k.out(`/metrics   ["get"]`, "get", "clusterrole", "kc-metrics", "-o", `jsonpath={.rules[0].nonResourceURLs[0]} {.rules[0].resources} {.rules[0].apiGroups} {.rules[0].verbs}`)
+		// kubectl's defaulting left to the server: the User subject's group.
+		k.out("rbac.authorization.k8s.io rbac.authorization.k8s.io", "get", "rolebinding", "readers", "-n", ns, "-o", `jsonpath={.roleRef.apiGroup} {.subjects[0].apiGroup}`)
+		if r := k.run("describe", "role", "reader", "-n", ns); !strings.Contains(r.stdout, "leases.coordination.k8s.io  []                 []              [get list]") {
+			t.Fatalf("describe role:\n%s", r)
+		}
+		// apply of RBAC YAML written for a real cluster, client- and
+		// server-side.
+		manifest := k.file("rbac.yaml", `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: kc-lease-admin
+  labels: {rbac.authorization.k8s.io/aggregate-to-edit: "true"}
+rules:
+- apiGroups: ["coordination.k8s.io"]
+  resources: ["leases"]
+  verbs: ["*"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: kc-admins, namespace: `+ns+`}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: kc-lease-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: admins}
+`)
+		k.out("clusterrole.rbac.authorization.k8s.io/kc-lease-admin created\nrolebinding.rbac.authorization.k8s.io/kc-admins created", "apply", "-f", manifest)
+		k.out("clusterrole.rbac.authorization.k8s.io/kc-lease-admin serverside-applied\nrolebinding.rbac.authorization.k8s.io/kc-admins serverside-applied", "apply", "--server-side", "--force-conflicts", "-f", manifest)
+		// Validation, as kube-apiserver's.
+		k.fails(`RoleBinding.rbac.authorization.k8s.io "bad" is invalid: subjects[0].name: Required value`, "create", "rolebinding", "bad", "--role=reader", "--user=", "-n", ns)
+		k.fails(`roleRef: Invalid value`, "patch", "rolebinding", "readers", "-n", ns, "--type=merge", "-p", `{"roleRef":{"name":"other"}}`)
+		// client-go in protobuf sees them too.
+		crb, err := cs.RbacV1().ClusterRoleBindings().Get(context.Background(), "kc-metrics", metav1.GetOptions{})
+		if err != nil || crb.RoleRef.Name != "kc-metrics" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "monitoring" {
+			t.Fatalf("client-go: %v %+v", err, crb)
+		}
+		k.out(`clusterrolebinding.rbac.authorization.k8s.io "kc-metrics" deleted`, "delete", "clusterrolebinding", "kc-metrics")
+		k.fails(`clusterrolebindings.rbac.authorization.k8s.io "kc-metrics" not found`, "get", "clusterrolebinding", "kc-metrics")
+	})
 }
 
 // kcCommands drives every kubectl command on kind in its own namespaces.
