@@ -4,6 +4,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/leasehold/leasehold/apis/rbac/validation"
@@ -15,28 +16,14 @@ import (
 var (
 	Roles = rbacResource("roles", "role", "Role", true, "7FuwZcIIItM=",
 		func() runtime.Object { return &rbacv1.RoleList{} },
-		func(list runtime.Object, items []runtime.Object) {
-			l := list.(*rbacv1.RoleList)
-			l.Items = make([]rbacv1.Role, len(items))
-			for i, o := range items {
-				l.Items[i] = *o.(*rbacv1.Role)
-				l.Items[i].TypeMeta = metav1.TypeMeta{}
-			}
-		},
+		listSetter(func(l *rbacv1.RoleList) *[]rbacv1.Role { return &l.Items }),
 		func(obj runtime.Object) field.ErrorList { return validation.ValidateRole(obj.(*rbacv1.Role)) },
 		func(obj, old runtime.Object) field.ErrorList {
 			return validation.ValidateRoleUpdate(obj.(*rbacv1.Role), old.(*rbacv1.Role))
 		}, nil)
 	ClusterRoles = rbacResource("clusterroles", "clusterrole", "ClusterRole", false, "bYE5ZWDrJ44=",
 		func() runtime.Object { return &rbacv1.ClusterRoleList{} },
-		func(list runtime.Object, items []runtime.Object) {
-			l := list.(*rbacv1.ClusterRoleList)
-			l.Items = make([]rbacv1.ClusterRole, len(items))
-			for i, o := range items {
-				l.Items[i] = *o.(*rbacv1.ClusterRole)
-				l.Items[i].TypeMeta = metav1.TypeMeta{}
-			}
-		},
+		listSetter(func(l *rbacv1.ClusterRoleList) *[]rbacv1.ClusterRole { return &l.Items }),
 		func(obj runtime.Object) field.ErrorList {
 			return validation.ValidateClusterRole(obj.(*rbacv1.ClusterRole))
 		},
@@ -45,14 +32,7 @@ var (
 		}, nil)
 	RoleBindings = rbacResource("rolebindings", "rolebinding", "RoleBinding", true, "eGsCzGH6b1g=",
 		func() runtime.Object { return &rbacv1.RoleBindingList{} },
-		func(list runtime.Object, items []runtime.Object) {
-			l := list.(*rbacv1.RoleBindingList)
-			l.Items = make([]rbacv1.RoleBinding, len(items))
-			for i, o := range items {
-				l.Items[i] = *o.(*rbacv1.RoleBinding)
-				l.Items[i].TypeMeta = metav1.TypeMeta{}
-			}
-		},
+		listSetter(func(l *rbacv1.RoleBindingList) *[]rbacv1.RoleBinding { return &l.Items }),
 		func(obj runtime.Object) field.ErrorList {
 			return validation.ValidateRoleBinding(obj.(*rbacv1.RoleBinding))
 		},
@@ -68,14 +48,7 @@ var (
 		})
 	ClusterRoleBindings = rbacResource("clusterrolebindings", "clusterrolebinding", "ClusterRoleBinding", false, "48tpQ8gZHFc=",
 		func() runtime.Object { return &rbacv1.ClusterRoleBindingList{} },
-		func(list runtime.Object, items []runtime.Object) {
-			l := list.(*rbacv1.ClusterRoleBindingList)
-			l.Items = make([]rbacv1.ClusterRoleBinding, len(items))
-			for i, o := range items {
-				l.Items[i] = *o.(*rbacv1.ClusterRoleBinding)
-				l.Items[i].TypeMeta = metav1.TypeMeta{}
-			}
-		},
+		listSetter(func(l *rbacv1.ClusterRoleBindingList) *[]rbacv1.ClusterRoleBinding { return &l.Items }),
 		func(obj runtime.Object) field.ErrorList {
 			return validation.ValidateClusterRoleBinding(obj.(*rbacv1.ClusterRoleBinding))
 		},
@@ -90,6 +63,23 @@ var (
 			}
 		})
 )
+
+// listSetter fills a list's items with shallow copies of stored objects
+// (sharing what nobody mutates), without their kind, as kube-apiserver's
+// list items come.
+func listSetter[T any, PT interface {
+	*T
+	runtime.Object
+}, L any](itemsOf func(*L) *[]T) func(runtime.Object, []runtime.Object) {
+	return func(list runtime.Object, objs []runtime.Object) {
+		items := itemsOf(list.(any).(*L))
+		*items = make([]T, len(objs))
+		for i, o := range objs {
+			(*items)[i] = *o.(PT)
+			PT(&(*items)[i]).GetObjectKind().SetGroupVersionKind(schema.GroupVersionKind{})
+		}
+	}
+}
 
 func rbacResource(name, singular, kind string, namespaced bool, hash string,
 	newList func() runtime.Object, setItems func(runtime.Object, []runtime.Object),

@@ -40,35 +40,26 @@ func (p statePolicy) GetClusterRole(name string) (*rbacv1.ClusterRole, bool) {
 // the same binding on every node.
 
 func (p statePolicy) ListRoleBindings(namespace string) []*rbacv1.RoleBinding {
-	var out []*rbacv1.RoleBinding
 	if namespace == "" {
 		return nil // a namespaced binding grants only in its namespace
 	}
-	p.sn.List(RoleBindings.Name, namespace, nil, func(o *state.Object) bool {
-		if b, ok := o.Obj.(*rbacv1.RoleBinding); ok {
-			out = append(out, b)
-		}
-		return true
-	})
-	return out
+	return list[rbacv1.RoleBinding](p.sn, RoleBindings, namespace)
 }
 
 func (p statePolicy) ListClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
-	var out []*rbacv1.ClusterRoleBinding
-	p.sn.List(ClusterRoleBindings.Name, "", nil, func(o *state.Object) bool {
-		if b, ok := o.Obj.(*rbacv1.ClusterRoleBinding); ok {
-			out = append(out, b)
-		}
-		return true
-	})
-	return out
+	return list[rbacv1.ClusterRoleBinding](p.sn, ClusterRoleBindings, "")
 }
 
 func (p statePolicy) ListClusterRoles() []*rbacv1.ClusterRole {
-	var out []*rbacv1.ClusterRole
-	p.sn.List(ClusterRoles.Name, "", nil, func(o *state.Object) bool {
-		if r, ok := o.Obj.(*rbacv1.ClusterRole); ok {
-			out = append(out, r)
+	return list[rbacv1.ClusterRole](p.sn, ClusterRoles, "")
+}
+
+// list is every stored object of r in namespace ("" = all), in key order.
+func list[T any](sn *state.Snapshot, r *Resource, namespace string) []*T {
+	var out []*T
+	sn.List(r.Name, namespace, nil, func(o *state.Object) bool {
+		if t, ok := o.Obj.(any).(*T); ok {
+			out = append(out, t)
 		}
 		return true
 	})
