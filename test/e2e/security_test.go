@@ -31,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/leasehold/leasehold/internal/testpki"
 )
@@ -87,6 +89,9 @@ func newSecureCluster(t *testing.T) (*procCluster, *securePKI) {
 		"--service-account-key-file", saPub, "--service-account-issuer", saIssuer,
 		"--peer-cert-file", peer.CertFile, "--peer-key-file", peer.KeyFile,
 		"--peer-trusted-ca-file", p.peerCA.CertFile, "--peer-cert-allowed-cn", peerCN,
+		// Snapshots every few dozen entries: a restarted node restores the
+		// policy from a snapshot, not only from the log.
+		"--snapshot-threshold", "32", "--snapshot-interval", "100ms", "--trailing-logs", "8",
 	)
 	p.kubeconfig = filepath.Join(dir, "kubeconfig")
 	mustWrite(t, p.kubeconfig, fmt.Sprintf(`apiVersion: v1
@@ -189,6 +194,7 @@ const unauthorizedBody = `{"kind":"Status","apiVersion":"v1","metadata":{},"stat
 // members onto the peer port; what a refused request tried did not happen.
 func TestSecureCluster(t *testing.T) {
 	pc, p := newSecureCluster(t)
+	outer := t
 	n1 := pc.nodes[0]
 	base := "https://" + n1.apiAddr
 	ctx := context.Background()
@@ -340,7 +346,7 @@ func TestSecureCluster(t *testing.T) {
 		}
 		creds, _ := secureAPIs.Load(n1.apiAddr)
 		secureAPIs.Store(n4.apiAddr, creds)
-		t.Cleanup(func() { secureAPIs.Delete(n4.apiAddr) })
+		outer.Cleanup(func() { secureAPIs.Delete(n4.apiAddr) }) // n4 stays a member
 		var err error
 		if n4.jsonClient, err = kubernetes.NewForConfig(clientConfig(n4.apiAddr, false)); err != nil {
 			t.Fatal(err)
@@ -629,6 +635,117 @@ current-context: leasehold
 		rules := alice(pc.nodes[1], "POST", "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", []byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{"namespace":"team-b"}}`))
 		if rules.code != 201 || !strings.Contains(rules.body, `"resources":["leases"]`) || !strings.Contains(rules.body, `"resources":["rolebindings"]`) {
 			t.Errorf("alice's rules in team-b: %d %s", rules.code, rules.body)
+		}
+
+		// kube-apiserver's exact refusal of her delete.
+		wantDelete := `{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"leases.coordination.k8s.io \"b\" is forbidden: User \"alice\" cannot delete resource \"leases\" in API group \"coordination.k8s.io\" in the namespace \"team-b\"","reason":"Forbidden","details":{"name":"b","group":"coordination.k8s.io","kind":"leases"},"code":403}` + "\n"
+		if a := alice(pc.nodes[2], "DELETE", teamB+"/b", nil); a.code != 403 || a.body != wantDelete {
+			t.Errorf("alice's delete: %d %s", a.code, a.body)
+		}
+
+		// resourceNames: a binding to one Lease only; a Group subject.
+		for _, b := range []struct{ path, body string }{
+			{rbacPath + "/namespaces/team-c/roles", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"Role","metadata":{"name":"one-lease"},"rules":[{"apiGroups":["coordination.k8s.io"],"resources":["leases"],"resourceNames":["mine"],"verbs":["get","update"]}]}`},
+			{rbacPath + "/namespaces/team-c/rolebindings", `{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"team-a-one-lease"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"one-lease"},"subjects":[{"kind":"Group","name":"team-a"}]}`},
+			{"/apis/coordination.k8s.io/v1/namespaces/team-c/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"mine"}}`},
+			{"/apis/coordination.k8s.io/v1/namespaces/team-c/leases", `{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"other"}}`},
+		} {
+			if a := post(b.path, b.body); a.code != 201 {
+				t.Fatalf("POST %s: %d %s", b.path, a.code, a.body)
+			}
+		}
+		teamC := "/apis/coordination.k8s.io/v1/namespaces/team-c/leases/"
+		deadline = time.Now().Add(time.Second)
+		for alice(pc.nodes[2], "GET", teamC+"mine", nil).code != 200 {
+			if time.Now().After(deadline) {
+				t.Fatal("the group binding did not reach n3 within a second")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if a := alice(pc.nodes[2], "GET", teamC+"other", nil); a.code != 403 {
+			t.Errorf("alice reads a Lease her binding does not name: %d %s", a.code, a.body)
+		}
+		if a := alice(pc.nodes[2], "GET", "/apis/coordination.k8s.io/v1/namespaces/team-c/leases", nil); a.code != 403 {
+			t.Errorf("alice lists where her rule names one Lease: %d %s", a.code, a.body)
+		}
+
+		// kubectl auth can-i on every node: yes exits 0, no exits 1.
+		for _, n := range pc.nodes[:3] {
+			for _, c := range []struct {
+				args []string
+				out  string
+				code int
+			}{
+				{[]string{"create", "leases", "-n", "team-b"}, "yes", 0},
+				{[]string{"delete", "leases", "-n", "team-b"}, "no", 1},
+				{[]string{"get", "leases/mine", "-n", "team-c"}, "yes", 0},
+				{[]string{"get", "leases/other", "-n", "team-c"}, "no", 1},
+			} {
+				cmd := exec.Command("kubectl", append([]string{"--kubeconfig", p.kubeconfig, "--server", "https://" + n.apiAddr, "auth", "can-i", "--as", "alice", "--as-group", "team-a"}, c.args...)...)
+				out, _ := cmd.Output()
+				if got := strings.TrimSpace(string(out)); got != c.out || cmd.ProcessState.ExitCode() != c.code {
+					t.Errorf("%s: can-i %v: %q exit %d, want %q exit %d", n.name, c.args, got, cmd.ProcessState.ExitCode(), c.out, c.code)
+				}
+			}
+		}
+
+		// client-go's leader election with a least-privilege identity: the
+		// elector service account, bound to leasehold:lease-holder in
+		// default (kubectl subtest), leads.
+		cfg := &rest.Config{Host: "https://" + pc.nodes[2].apiAddr, BearerToken: p.serviceAccountToken(t, p.saKey, nil),
+			TLSClientConfig: rest.TLSClientConfig{CAData: p.apiCA.CertPEM()}}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lctx, lcancel := context.WithTimeout(ctx, 20*time.Second)
+		defer lcancel()
+		led := make(chan struct{})
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: &resourcelock.LeaseLock{LeaseMeta: metav1.ObjectMeta{Namespace: "default", Name: "elector-lock"}, Client: cs.CoordinationV1(),
+				LockConfig: resourcelock.ResourceLockConfig{Identity: "elector-0"}},
+			LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 500 * time.Millisecond, ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) { close(led); <-ctx.Done() },
+				OnStoppedLeading: func() {},
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go le.Run(lctx)
+		select {
+		case <-led:
+		case <-lctx.Done():
+			t.Fatal("the elector service account did not become leader")
+		}
+		lcancel()
+	})
+
+	t.Run("the policy survives killing every node", func(t *testing.T) {
+		for _, n := range pc.nodes {
+			pc.kill(n.name)
+		}
+		for _, n := range pc.nodes {
+			pc.restart(n.name)
+		}
+		for _, n := range pc.nodes {
+			pc.waitReady(n.name, 30*time.Second)
+		}
+		lease := []byte(`{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"after-restart"}}`)
+		for i, n := range pc.nodes[:3] {
+			path := "https://" + n.apiAddr + "/apis/coordination.k8s.io/v1/namespaces/team-b/leases"
+			body := lease
+			if i > 0 {
+				body = nil // read on the others
+			}
+			method := map[bool]string{true: "POST", false: "GET"}[i == 0]
+			if a := call(t, p.client(), method, path, "Bearer "+aliceToken, body); a.code != map[bool]int{true: 201, false: 200}[i == 0] {
+				t.Errorf("%s: alice %s in team-b after the restart: %d %s", n.name, method, a.code, a.body)
+			}
+			if a := call(t, p.client(), "GET", "https://"+n.apiAddr+"/apis/coordination.k8s.io/v1/namespaces/team-d/leases", "Bearer "+aliceToken, nil); a.code != 403 {
+				t.Errorf("%s: alice in team-d after the restart: %d %s", n.name, a.code, a.body)
+			}
 		}
 	})
 
