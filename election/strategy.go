@@ -184,16 +184,11 @@ func parseTolerant(s string) (*version.Version, error) {
 			parts = append(parts, "0")
 		}
 	}
-	for i, p := range parts[:2] {
+	// Each part whole, as ParseTolerant does, the third with its
+	// pre-release and build suffixes: "1.2.-rc" is 1.2.0-rc.
+	for i, p := range parts {
 		parts[i] = trimZeros(p)
 	}
-	// The third part may carry the pre-release and build suffixes.
-	third := parts[2]
-	end := strings.IndexAny(third, "+-")
-	if end < 0 {
-		end = len(third)
-	}
-	parts[2] = trimZeros(third[:end]) + third[end:]
 	return version.ParseSemantic(strings.Join(parts, "."))
 }
 
