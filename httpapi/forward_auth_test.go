@@ -18,8 +18,9 @@ import (
 	"github.com/leasehold/leasehold/internal/testcluster"
 )
 
-// joinAuthorizer lets only the user named allowed POST /cluster/join, lets
-// everything else through, and records who each node judged for a join.
+// joinAuthorizer lets only the user named allowed POST /cluster/join,
+// nobody impersonate, everything else through, and records who each node
+// judged for a join.
 type joinAuthorizer struct {
 	node    string
 	allowed string
@@ -28,6 +29,9 @@ type joinAuthorizer struct {
 }
 
 func (a joinAuthorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if attrs.GetVerb() == "impersonate" {
+		return authorizer.DecisionNoOpinion, "", nil
+	}
 	if attrs.GetPath() != "/cluster/join" {
 		return authorizer.DecisionAllow, "", nil
 	}
@@ -85,9 +89,14 @@ func TestForwardedWriteCarriesIdentity(t *testing.T) {
 
 	// bob is refused by the follower, whatever headers he adds; the leader
 	// never hears of it.
-	code, body := join("bob-token", map[string]string{"X-Remote-User": "alice", "Impersonate-User": "alice"})
+	code, body := join("bob-token", map[string]string{"X-Remote-User": "alice", "X-Remote-Group": "system:masters"})
 	if code != 403 || !strings.Contains(body, `forbidden: User \"bob\" cannot post path \"/cluster/join\"`) {
 		t.Fatalf("bob: %d %s", code, body)
+	}
+	// Impersonation is judged, and bob may not impersonate.
+	code, body = join("bob-token", map[string]string{"Impersonate-User": "alice"})
+	if code != 403 || !strings.Contains(body, `User \"bob\" cannot impersonate resource \"users\"`) {
+		t.Fatalf("bob as alice: %d %s", code, body)
 	}
 	mu.Lock()
 	if got := seen[leader]; len(got) != 0 {
