@@ -20,9 +20,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/auth/rbac"
@@ -63,6 +65,11 @@ func run(args, env []string, stdout, stderr io.Writer) int {
 		Level:  hclog.LevelFromString(cfg.LogLevel),
 		Output: stderr,
 	}).With("name", cfg.Name)
+	// klog, through which k8s.io/apiserver's request parsing reports a bad
+	// selector, writes through the node's logger: one line per event. What
+	// it says is about clients' requests, so at debug.
+	klogger := logger.Named("apiserver")
+	klog.SetLogger(funcr.New(func(prefix, args string) { klogger.Debug(strings.TrimSpace(prefix + " " + args)) }, funcr.Options{}))
 	if err := serve(cfg, logger); err != nil {
 		logger.Error("exiting", "error", err)
 		return 1
