@@ -131,6 +131,10 @@ func (s *Server) decodeObject(w http.ResponseWriter, req *http.Request, res *reg
 	if !ok {
 		return nil, apierrors.NewBadRequest(fmt.Sprintf("the object provided is not a %s", gvk.Kind))
 	}
+	// A body may spell its kind and apiVersion empty ("kind":""), which
+	// decodes as such; the object is of gvk, as kube-apiserver's decoder
+	// makes it, and a dry run answers it so.
+	stored.GetObjectKind().SetGroupVersionKind(gvk)
 	return stored, nil
 }
 
@@ -272,15 +276,15 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		var patched []byte
 		switch pt {
 		case types.JSONPatchType:
-			if patched, err = jsonPatch.Apply(original); err != nil {
+			if patched, err = guardPatch(func() ([]byte, error) { return jsonPatch.Apply(original) }); err != nil {
 				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 			}
 		case types.MergePatchType:
-			if patched, err = jsonpatch.MergePatch(original, patchBytes); err != nil {
+			if patched, err = guardPatch(func() ([]byte, error) { return jsonpatch.MergePatch(original, patchBytes) }); err != nil {
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
 		case types.StrategicMergePatchType:
-			if patched, err = strategicpatch.StrategicMergePatch(original, patchBytes, res.New()); err != nil {
+			if patched, err = guardPatch(func() ([]byte, error) { return strategicpatch.StrategicMergePatch(original, patchBytes, res.New()) }); err != nil {
 				return nil, apierrors.NewBadRequest(err.Error())
 			}
 		}
@@ -301,6 +305,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		if err != nil {
 			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
 		}
+		obj.GetObjectKind().SetGroupVersionKind(gvk) // as decodeObject does
 		return obj.(registry.Object), nil
 	}
 	ctx, cancel := requestContext(req)
@@ -312,6 +317,18 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		return
 	}
 	s.writeObject(w, req, out, http.StatusOK, patched)
+}
+
+// guardPatch runs a patch library's apply, turning a panic into the
+// patch's error: json-patch panics on some malformed operations, such as
+// a replace or test of the whole document without a value or with null.
+func guardPatch(apply func() ([]byte, error)) (patched []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			patched, err = nil, fmt.Errorf("the patch cannot be applied: %v", r)
+		}
+	}()
+	return apply()
 }
 
 // deleteRequest negotiates the answer and reads DeleteOptions for delete
