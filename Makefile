@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/leasehold
 
-.PHONY: all build cluster stop clean test bench fmt vet chaos
+.PHONY: all build cluster stop clean test bench fmt vet chaos fuzz
 
 all: build
 
@@ -31,6 +31,20 @@ test:
 DURATION ?= 10m
 chaos:
 	CHAOS_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run TestChaos ./test/chaos -v
+
+# Native fuzzing: each target for FUZZTIME (make fuzz FUZZTIME=30s).
+FUZZTIME ?= 30s
+fuzz:
+	@$(GO) test -list '^Fuzz' ./... | while read -r first pkg rest; do \
+		case "$$first" in \
+		Fuzz*) names="$$names $$first" ;; \
+		ok) for name in $$names; do \
+			echo "fuzz: $$pkg $$name"; \
+			$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg </dev/null || exit 1; \
+		done; names= ;; \
+		FAIL) exit 1 ;; \
+		esac; \
+	done
 
 # Throughput and latency of a fresh local cluster (see scripts/bench.sh).
 bench:
