@@ -18,7 +18,9 @@
 # than the runs' spread.
 #
 # Environment: scripts/cluster.sh's (LEASEHOLD_DATA, API_PORT_BASE, ...);
-# RESULTS=DIR keeps the runs' JSON in DIR.
+# RESULTS=DIR keeps the runs' JSON in DIR. SECURE=1 runs the cluster
+# secured (each binary needs its leaseholdctl beside it) and leasebench
+# over HTTPS (HTTP/2) as the admin of its local CA.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -37,14 +39,23 @@ shift
 for bin in "$A" "$B"; do [[ -x $bin ]] || { echo "scripts/ab.sh: $bin is not an executable" >&2; exit 2; }; done
 
 API_PORT_BASE=${API_PORT_BASE:-7000}
-# leasebench talks plain HTTP: the nodes start open unless SECURE=1.
+# The nodes start open unless SECURE=1; then leasebench talks HTTPS with
+# the admin certificate of the cluster's local CA.
 export SECURE=${SECURE:-0}
+SCHEME=http
+TLS_ARGS=()
+if [[ $SECURE == 1 ]]; then
+	PKI=${LEASEHOLD_DATA:-data/cluster}/pki
+	SCHEME=https
+	TLS_ARGS=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+fi
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
 mkdir -p "$RESULTS"
 [[ -n $KEEP_RESULTS ]] || trap 'rm -rf "$RESULTS"' EXIT
 
-[[ -x bin/leasebench ]] || go build -o bin/leasebench ./cmd/leasebench
+# (a leasebench older than its TLS flags would not know them)
+[[ -x bin/leasebench && $SECURE != 1 ]] || go build -o bin/leasebench ./cmd/leasebench
 if ! scripts/cluster.sh status 2>/dev/null | grep -q 'state='; then
 	LEASEHOLD_BIN=$A scripts/cluster.sh start >/dev/null
 fi
@@ -55,9 +66,9 @@ endpoints() {
 	status=$(scripts/cluster.sh status)
 	leader=$(awk '$4 == "state=leader" {print $1}' <<<"$status")
 	[[ -n $leader ]] || { echo "scripts/ab.sh: no leader: $status" >&2; return 1; }
-	urls="http://127.0.0.1:$((API_PORT_BASE + ${leader#n}))"
+	urls="$SCHEME://127.0.0.1:$((API_PORT_BASE + ${leader#n}))"
 	for n in n1 n2 n3; do
-		[[ $n == "$leader" ]] || urls+=",http://127.0.0.1:$((API_PORT_BASE + ${n#n}))"
+		[[ $n == "$leader" ]] || urls+=",$SCHEME://127.0.0.1:$((API_PORT_BASE + ${n#n}))"
 	done
 	echo "$urls"
 }
@@ -74,7 +85,7 @@ one() { # label binary
 	echo "== run $run: $1 ($2)"
 	# Numbered so that the shell's glob below gives the runs in order, in
 	# their pairs.
-	bin/leasebench --endpoints "$(endpoints)" --label "$1" --json "$(printf '%s/%03d-%s.json' "$RESULTS" "$run" "$1")" "${args[@]}"
+	bin/leasebench --endpoints "$(endpoints)" ${TLS_ARGS[@]+"${TLS_ARGS[@]}"} --label "$1" --json "$(printf '%s/%03d-%s.json' "$RESULTS" "$run" "$1")" "${args[@]}"
 }
 
 args=("$@")

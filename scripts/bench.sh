@@ -4,9 +4,10 @@
 # cluster sent only the etcd transactions kube-apiserver would send for the
 # same operations (leasebench --target etcd), and prints a comparison table.
 #
-#   scripts/bench.sh                        default profile (about 10 minutes on 2 cores)
+#   scripts/bench.sh                        default profile (about 13 minutes on 2 cores)
 #   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
-#   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR
+#   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
+#   TLS=0 scripts/bench.sh                  without the TLS profile (about 3 minutes less)
 #
 # leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
 # (Debian's etcd-server, installed if etcd is not on PATH) on client ports
@@ -19,12 +20,28 @@
 # loopback round trip, from leasebench machine). Then, on leasehold alone:
 # watch fan-out (ROUNDS rounds of no watchers, protobuf and JSON watchers;
 # medians) and 100,000 Leases stored (RSS, restart time).
+#
+# Last, the TLS profile (TLS=0 skips it; about 3 minutes): both clusters
+# again, fresh and secured everywhere. leasehold as scripts/cluster.sh
+# starts it (SECURE=1): HTTPS, client certificates of its local CA
+# ($LEASEHOLD_DATA/pki), peer mutual TLS; etcd with client TLS
+# (--client-cert-auth) and peer TLS (--peer-client-cert-auth), its
+# certificates signed by the same CA (leasebench cert). leasebench speaks
+# HTTP/2 to leasehold, as client-go does over TLS, with a client
+# certificate of a kubelet's kind (system:node:leasebench in group
+# system:nodes; /metrics is read as the CA's admin), and gRPC over TLS to
+# etcd, as kube-apiserver does with --etcd-certfile. renew (JSON and
+# protobuf) and get on followers at 64 clients, ROUNDS rounds each,
+# alternately; then `leasebench tls`: leasehold / etcd over TLS, and each
+# system's throughput over TLS / its plaintext median from the first part.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
 WATCHERS=${WATCHERS:-1000}
+TLS=${TLS:-1}
+[[ $TLS == 0 || $TLS == 1 ]] || { echo "scripts/bench.sh: TLS must be 0 or 1, got '$TLS'" >&2; exit 2; }
 export LEASEHOLD_DATA=${LEASEHOLD_DATA:-$(mktemp -d)}
 export API_PORT_BASE=${API_PORT_BASE:-27000}
 export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
@@ -72,6 +89,9 @@ fi
 
 go build -o bin/leasehold ./cmd/leasehold
 go build -o bin/leasebench ./cmd/leasebench
+# cluster.sh makes a secured cluster's certificates with the leaseholdctl
+# beside the binary it runs.
+((TLS == 0)) || go build -o bin/leaseholdctl ./cmd/leaseholdctl
 # What bounds one sequential client here, before either system runs: how
 # long a page takes to become durable on the disk both write to, and a
 # round trip between two processes, back to back and after an idle spell.
@@ -91,33 +111,46 @@ done
 
 # etcd: a fresh three-member cluster. The compaction setting mirrors
 # kube-apiserver, which compacts etcd every 5 minutes by default.
-etcd_url() { echo "http://127.0.0.1:$((ETCD_PORT_BASE + 2 * ($1 - 1) + $2))"; } # member, 0 client / 1 peer
-initial=
-for i in 1 2 3; do initial+="${initial:+,}e$i=$(etcd_url "$i" 1)"; done
-ETCD_ENDPOINTS="$(etcd_url 1 0),$(etcd_url 2 0),$(etcd_url 3 0)"
-for i in 1 2 3; do
-	etcd --name "e$i" --data-dir "$ETCD_DATA/e$i" --logger zap \
-		--listen-client-urls "$(etcd_url "$i" 0)" --advertise-client-urls "$(etcd_url "$i" 0)" \
-		--listen-peer-urls "$(etcd_url "$i" 1)" --initial-advertise-peer-urls "$(etcd_url "$i" 1)" \
-		--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token leasebench \
-		--auto-compaction-mode periodic --auto-compaction-retention 5m \
-		>"$ETCD_DATA/e$i.log" 2>&1 &
-	ETCD_PIDS+=("$!")
-done
-for i in 1 2 3; do
-	for ((t = 0; ; t++)); do
-		curl -fsS --max-time 2 "$(etcd_url "$i" 0)/health" 2>/dev/null | grep -q '"health":"true"' && break
-		if ((t >= 60)) || ! kill -0 "${ETCD_PIDS[i - 1]}" 2>/dev/null; then
-			echo "etcd member e$i did not become healthy; its log ends:" >&2
-			tail -n 20 "$ETCD_DATA/e$i.log" >&2
-			exit 1
-		fi
-		sleep 0.5
+# ETCD_SCHEME is http, or https for the TLS profile, whose certificate
+# flags are in ETCD_TLS_FLAGS; the health checks use CURL_TLS.
+ETCD_SCHEME=http
+ETCD_TLS_FLAGS=()
+CURL_TLS=()
+etcd_url() { echo "$ETCD_SCHEME://127.0.0.1:$((ETCD_PORT_BASE + 2 * ($1 - 1) + $2))"; } # member, 0 client / 1 peer
+# start_etcd DIR: the three members, their data and logs in DIR.
+start_etcd() {
+	local dir=$1 i t initial=
+	for i in 1 2 3; do initial+="${initial:+,}e$i=$(etcd_url "$i" 1)"; done
+	ETCD_ENDPOINTS="$(etcd_url 1 0),$(etcd_url 2 0),$(etcd_url 3 0)"
+	for i in 1 2 3; do
+		etcd --name "e$i" --data-dir "$dir/e$i" --logger zap \
+			--listen-client-urls "$(etcd_url "$i" 0)" --advertise-client-urls "$(etcd_url "$i" 0)" \
+			--listen-peer-urls "$(etcd_url "$i" 1)" --initial-advertise-peer-urls "$(etcd_url "$i" 1)" \
+			--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token leasebench \
+			--auto-compaction-mode periodic --auto-compaction-retention 5m \
+			${ETCD_TLS_FLAGS[@]+"${ETCD_TLS_FLAGS[@]}"} \
+			>"$dir/e$i.log" 2>&1 &
+		ETCD_PIDS+=("$!")
 	done
-done
+	for i in 1 2 3; do
+		for ((t = 0; ; t++)); do
+			curl -fsS --max-time 2 ${CURL_TLS[@]+"${CURL_TLS[@]}"} "$(etcd_url "$i" 0)/health" 2>/dev/null | grep -q '"health":"true"' && break
+			if ((t >= 60)) || ! kill -0 "${ETCD_PIDS[i - 1]}" 2>/dev/null; then
+				echo "etcd member e$i did not become healthy; its log ends:" >&2
+				tail -n 20 "$dir/e$i.log" >&2
+				exit 1
+			fi
+			sleep 0.5
+		done
+	done
+}
+start_etcd "$ETCD_DATA"
 
 n=0
-# compare WORKLOAD LABEL FLAGS...: ROUNDS runs on each system, alternately.
+# compare WORKLOAD LABEL FLAGS...: ROUNDS runs on each system, alternately,
+# their results in OUT; BENCH_TLS holds leasebench's TLS flags, if any.
+OUT=$RESULTS
+BENCH_TLS=()
 compare() {
 	local workload=$1 label=$2 r target endpoints
 	shift 2
@@ -126,8 +159,8 @@ compare() {
 		for target in leasehold etcd; do
 			if [[ $target == etcd ]]; then endpoints=$ETCD_ENDPOINTS; else endpoints=$ENDPOINTS; fi
 			bin/leasebench --target "$target" --endpoints "$endpoints" --duration "$DURATION" --label "$label" \
-				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$RESULTS" "$n" "$workload" "$label" "$target" "$r")" \
-				"$@" "$workload"
+				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$OUT" "$n" "$workload" "$label" "$target" "$r")" \
+				${BENCH_TLS[@]+"${BENCH_TLS[@]}"} "$@" "$workload"
 		done
 	done
 }
@@ -262,3 +295,87 @@ if [[ -n $follower ]]; then
 else
 	echo "   no follower to restart: $(scripts/cluster.sh status | tr '\n' ' ')"
 fi
+
+((TLS == 1)) || exit 0
+
+# ---------------------------------------------------------------- TLS profile
+# Both systems again, fresh and secured everywhere: leasehold as
+# scripts/cluster.sh starts it (HTTPS with HTTP/2, client certificates,
+# peer mutual TLS), etcd with client and peer TLS, both requiring client
+# certificates of the same local CA.
+echo
+echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each, alternately"
+scripts/cluster.sh clean >/dev/null
+started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start)
+PKI=$LEASEHOLD_DATA/pki
+leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
+ENDPOINTS=
+for i in "${leader:-1}" 1 2 3; do
+	url="https://127.0.0.1:$((API_PORT_BASE + i))"
+	[[ ,$ENDPOINTS, == *,$url,* ]] || ENDPOINTS+="${ENDPOINTS:+,}$url"
+done
+CERTS=$ETCD_DATA/tls
+mkdir -p "$CERTS"
+issue() { bin/leasebench cert --ca-cert "$PKI/ca.crt" --ca-key "$PKI/ca.key" --out "$CERTS/$1" "${@:2}"; }
+# The load generator's identity, a kubelet's kind (not system:masters, who
+# skips the in-flight limits); the same certificate for etcd.
+issue client --cn system:node:leasebench --o system:nodes --usage client
+# etcd's serving and peer certificates, as leasehold's: a SAN for
+# 127.0.0.1, the peer one for both ends of a connection, with a CN the
+# members require of each other.
+issue etcd-server --cn etcd --ip 127.0.0.1 --dns localhost --usage server
+issue etcd-peer --cn etcd-peer --ip 127.0.0.1 --dns localhost --usage server,client
+ETCD_SCHEME=https
+ETCD_TLS_FLAGS=(
+	--cert-file "$CERTS/etcd-server.crt" --key-file "$CERTS/etcd-server.key"
+	--client-cert-auth --trusted-ca-file "$PKI/ca.crt"
+	--peer-cert-file "$CERTS/etcd-peer.crt" --peer-key-file "$CERTS/etcd-peer.key"
+	--peer-client-cert-auth --peer-trusted-ca-file "$PKI/ca.crt" --peer-cert-allowed-cn etcd-peer
+)
+CURL_TLS=(--cacert "$PKI/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key")
+# A secured node authorizes with RBAC: the load generator is given
+# leasehold:lease-holder in its namespace, as a team's components are
+# (kubectl create rolebinding, here with curl as the CA's admin). A node
+# applies the binding tens of milliseconds after it is written: wait until
+# every node lets the load generator read its Leases.
+binding='{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding",
+ "metadata":{"name":"leasebench","namespace":"leasebench"},
+ "roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"leasehold:lease-holder"},
+ "subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"system:node:leasebench"}]}'
+for ((t = 0; ; t++)); do
+	code=$(curl -sS --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" -o /dev/null -w '%{http_code}' \
+		-X POST -H 'Content-Type: application/json' --data "$binding" \
+		"${ENDPOINTS%%,*}/apis/rbac.authorization.k8s.io/v1/namespaces/leasebench/rolebindings" 2>/dev/null) || true
+	[[ $code == 201 || $code == 409 ]] && break
+	((t < 60)) || { echo "scripts/bench.sh: cannot bind leasehold:lease-holder to the load generator: HTTP $code" >&2; exit 1; }
+	sleep 0.5
+done
+for url in ${ENDPOINTS//,/ }; do
+	for ((t = 0; ; t++)); do
+		code=$(curl -sS --max-time 5 "${CURL_TLS[@]}" -o /dev/null -w '%{http_code}' "$url/apis/coordination.k8s.io/v1/namespaces/leasebench/leases?limit=1" 2>/dev/null) || true
+		[[ $code == 200 ]] && break
+		((t < 60)) || { echo "scripts/bench.sh: $url still refuses the load generator: HTTP $code" >&2; exit 1; }
+		sleep 0.5
+	done
+done
+start_etcd "$CERTS"
+echo "   leasehold: HTTPS, HTTP/2 with a client certificate (system:node:leasebench, group system:nodes;"
+echo "   RBAC: leasehold:lease-holder bound in its namespace), from each client on a connection of its own"
+echo "   to each node; peers over mutual TLS (--peer-cert-allowed-cn)"
+echo "   etcd: gRPC over TLS, --client-cert-auth (the same client certificate); peers over mutual TLS"
+echo "   (--peer-client-cert-auth, --peer-cert-allowed-cn); both sign with the same CA, ECDSA P-256 keys"
+BENCH_TLS=(--cacert "$PKI/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key"
+	--metrics-cert "$PKI/admin.crt" --metrics-key "$PKI/admin.key")
+OUT=$RESULTS/tls
+mkdir -p "$OUT"
+[[ ! -r /proc/loadavg ]] || echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The same labels as the plaintext runs: `leasebench tls` pairs them. (n,
+# compare's count, served as a node's name since.)
+n=0
+compare renew 64-clients --clients 64
+compare renew 64-clients-protobuf --clients 64 --format protobuf
+compare get followers --clients 64
+stop_etcd
+echo
+bin/leasebench tls "$RESULTS"/*.json "$OUT"/*.json
+[[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"

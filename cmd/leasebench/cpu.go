@@ -15,6 +15,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"strconv"
@@ -43,8 +44,11 @@ type cpuMeter struct {
 	logMetric string
 }
 
-func newCPUMeter(endpoints []string, target string) cpuMeter {
-	return cpuMeter{client: &http.Client{Timeout: 5 * time.Second}, endpoints: endpoints, logMetric: logWriteMetric(target)}
+// newCPUMeter reads the nodes at endpoints; over TLS with tlsCfg (nil:
+// plaintext), whose client certificate secured nodes must let read
+// /metrics.
+func newCPUMeter(endpoints []string, target string, tlsCfg *tls.Config) cpuMeter {
+	return cpuMeter{client: &http.Client{Timeout: 5 * time.Second, Transport: newTransport(tlsCfg, 2, false)}, endpoints: endpoints, logMetric: logWriteMetric(target)}
 }
 
 // nodeCounters are the nodes' counters, summed; a counter some node did

@@ -61,17 +61,17 @@ func TestCPUMeterSumsNodes(t *testing.T) {
 	broken := httptest.NewServer(http.NotFoundHandler())
 	defer broken.Close()
 
-	got := newCPUMeter([]string{a.URL, b.URL + "/"}, "etcd").read(context.Background())
+	got := newCPUMeter([]string{a.URL, b.URL + "/"}, "etcd", nil).read(context.Background())
 	if !got.cpuOK || got.cpuSeconds != 3.75 || !got.logsOK || got.logWrites != 30 {
 		t.Fatalf("two nodes: %+v; want 3.75 s and 30 log writes", got)
 	}
 	if calls.Load() != 2 {
 		t.Fatalf("%d scrapes, want 2", calls.Load())
 	}
-	if got := newCPUMeter([]string{a.URL, noLog.URL}, "etcd").read(context.Background()); !got.cpuOK || got.logsOK {
+	if got := newCPUMeter([]string{a.URL, noLog.URL}, "etcd", nil).read(context.Background()); !got.cpuOK || got.logsOK {
 		t.Fatalf("a node without the log counter: %+v; want CPU known, log writes unknown", got)
 	}
-	if got := newCPUMeter([]string{a.URL, broken.URL}, "etcd").read(context.Background()); got.cpuOK || got.logsOK {
+	if got := newCPUMeter([]string{a.URL, broken.URL}, "etcd", nil).read(context.Background()); got.cpuOK || got.logsOK {
 		t.Fatalf("a node without metrics: %+v; want both unknown", got)
 	}
 }

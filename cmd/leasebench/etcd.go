@@ -72,6 +72,9 @@ func runEtcd(ctx context.Context, cfg config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Target: cfg.target, Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
+	if cfg.tls != nil {
+		res.TLS, res.Protocol, res.Connections = true, "gRPC (HTTP/2)", "every client multiplexed on one connection per member, as kube-apiserver's etcd client"
+	}
 	elapsed := e.drive(ctx, e.client1)
 	e.fill(res, elapsed)
 	return res, nil
@@ -79,14 +82,20 @@ func runEtcd(ctx context.Context, cfg config) (*Result, error) {
 
 // connect opens one client per endpoint, so that a client of the benchmark
 // talks to the member it was given (clientv3 balances over all the
-// endpoints of one client), and finds the leader through Status.
+// endpoints of one client), and finds the leader through Status. With
+// --cacert/--cert/--key it speaks TLS (https:// endpoints), as
+// kube-apiserver's --etcd-cafile/--etcd-certfile/--etcd-keyfile make it.
 func (e *etcdBench) connect(ctx context.Context) error {
 	for _, ep := range e.cfg.endpoints {
-		cli, err := clientv3.New(clientv3.Config{
+		cc := clientv3.Config{
 			Endpoints:   []string{ep},
 			DialTimeout: 5 * time.Second,
 			Logger:      zap.NewNop(), // failures are counted as errors instead
-		})
+		}
+		if e.cfg.tls != nil {
+			cc.TLS = e.cfg.tls.Clone()
+		}
+		cli, err := clientv3.New(cc)
 		if err != nil {
 			return fmt.Errorf("etcd %s: %w", ep, err)
 		}

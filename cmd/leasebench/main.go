@@ -6,6 +6,8 @@
 //	leasebench compare RESULT.json...
 //	leasebench fanout RESULT.json...
 //	leasebench machine [--dir DIR] [--n N]
+//	leasebench tls RESULT.json...
+//	leasebench cert --ca-cert CA.crt --ca-key CA.key --cn NAME --out PREFIX
 //
 // renew: C clients each own a disjoint set of the K Leases and renew them
 // in a loop with PUT carrying the resourceVersion of the last answer, as
@@ -22,11 +24,19 @@
 // the medians of watch fan-out runs against runs without watchers (see
 // fanout.go). machine measures what bounds one sequential client on this
 // machine: fdatasync and a round trip between processes (see machine.go).
+//
+// --cacert, --cert and --key make it a TLS client of either target:
+// leasehold's https:// endpoints in HTTP/2 with a client certificate, as
+// client-go talks to kube-apiserver, and etcd's client URLs with gRPC over
+// TLS; tls prints runs over TLS against etcd's and against the same
+// workloads' plaintext runs, cert makes certificates for such clusters
+// (see tls.go and tlscompare.go).
 package main
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -63,6 +73,15 @@ type config struct {
 	jsonOut     string
 	label       string
 	cpuProfile  string
+	// TLS: the workload's client configuration and the one /metrics is
+	// read with; nil for plaintext.
+	tls, metricsTLS *tls.Config
+	// sharedConn: over HTTP/2, every client multiplexed on one connection
+	// per node (one client-go process) instead of a connection of its own.
+	sharedConn bool
+	// http1: over TLS, HTTP/1.1 instead of HTTP/2 (client-go with
+	// DISABLE_HTTP2 set).
+	http1 bool
 }
 
 func main() {
@@ -74,6 +93,12 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "summary" {
 		os.Exit(summaryMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "tls" {
+		os.Exit(tlsCompareMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "cert" {
+		os.Exit(certMain(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "machine" {
 		os.Exit(machineMain(os.Args[2:]))
@@ -87,6 +112,7 @@ func main() {
 	}
 	var cfg config
 	var endpoints string
+	var tlsFlags, metricsFlags tlsFiles
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
 	fs.StringVar(&cfg.target, "target", "leasehold", "system under test: leasehold, or etcd (the transactions kube-apiserver would send)")
 	fs.StringVar(&endpoints, "endpoints", "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003", "API URLs of the nodes, comma separated; the first is assumed to be the leader (leasehold); etcd client URLs with --target etcd")
@@ -102,8 +128,15 @@ func main() {
 	fs.StringVar(&cfg.jsonOut, "json", "", "also write the result as JSON to this file (- for stdout)")
 	fs.StringVar(&cfg.label, "label", "", "label of this run in the report")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write the load generator's own CPU profile to this file (it shares the machine with the cluster)")
+	fs.StringVar(&tlsFlags.caCert, "cacert", "", "TLS: the CA certificate (PEM) that verifies the nodes' serving certificates (leasehold's https:// endpoints, etcd's client URLs)")
+	fs.StringVar(&tlsFlags.cert, "cert", "", "TLS: the client certificate (PEM) to present (leasehold: CN = user, O = groups)")
+	fs.StringVar(&tlsFlags.key, "key", "", "TLS: the client certificate's private key (PEM)")
+	fs.StringVar(&metricsFlags.cert, "metrics-cert", "", "TLS: the client certificate /metrics is read with (CPU and log-write counters); default --cert")
+	fs.StringVar(&metricsFlags.key, "metrics-key", "", "TLS: its private key; default --key")
+	fs.BoolVar(&cfg.sharedConn, "shared-connection", false, "TLS (HTTP/2): every client multiplexed on one connection per node, as the goroutines of one client-go process are; by default each client has a connection of its own to each node it talks to, as separate processes (kubelets) have and as the plaintext runs' HTTP/1.1 pool gives")
+	fs.BoolVar(&cfg.http1, "http1", false, "TLS: HTTP/1.1 instead of HTTP/2 (as client-go with DISABLE_HTTP2 set), to tell what TLS costs from what HTTP/2 does")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench summary RESULT.json...\n       leasebench machine [--dir DIR] [--n N]")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench summary RESULT.json...\n       leasebench tls RESULT.json...\n       leasebench machine [--dir DIR] [--n N]\n       leasebench cert --ca-cert CA.crt --ca-key CA.key --cn NAME --out PREFIX")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -118,6 +151,18 @@ func main() {
 		endpoints = "http://127.0.0.1:2379" // etcd's own default
 	}
 	cfg.endpoints = strings.Split(endpoints, ",")
+	var err error
+	if cfg.tls, err = tlsFlags.load(); err == nil {
+		if metricsFlags.cert == "" && metricsFlags.key == "" {
+			metricsFlags.cert, metricsFlags.key = tlsFlags.cert, tlsFlags.key
+		}
+		metricsFlags.caCert = tlsFlags.caCert
+		cfg.metricsTLS, err = metricsFlags.load()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "leasebench:", err)
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	if cfg.cpuProfile != "" {
@@ -182,6 +227,12 @@ type Result struct {
 	// measuring (logWriteMetric); 0 when it could not be read.
 	LogWrites float64 `json:"logWrites,omitempty"`
 	Nodes     int     `json:"nodes,omitempty"`
+	// TLS: the run was over TLS with a client certificate; Protocol is
+	// what the responses came in (leasehold: HTTP/1.1 or HTTP/2.0 as
+	// negotiated; etcd: gRPC), Connections how the clients shared them.
+	TLS         bool   `json:"tls,omitempty"`
+	Protocol    string `json:"protocol,omitempty"`
+	Connections string `json:"connections,omitempty"`
 }
 
 // writesPerLogWrite is the average number of writes (renewals) a node's
@@ -214,6 +265,9 @@ func (r *Result) print(w io.Writer) {
 	if r.FirstErr != "" {
 		fmt.Fprintf(w, "          first error: %s\n", r.FirstErr)
 	}
+	if r.TLS {
+		fmt.Fprintf(w, "          over TLS with a client certificate: %s, %s\n", r.Protocol, r.Connections)
+	}
 	if r.ServerCPUSeconds > 0 || r.ClientCPUSeconds > 0 {
 		fmt.Fprintf(w, "          CPU per operation: nodes %.0fµs, load generator %.0fµs (nodes %.2f cores)",
 			cpuPerOp(r.ServerCPUSeconds, r.Ops), cpuPerOp(r.ClientCPUSeconds, r.Ops), r.ServerCPUSeconds/r.Seconds)
@@ -234,7 +288,9 @@ func (r *Result) print(w io.Writer) {
 // bench holds the shared state of one run.
 type bench struct {
 	cfg    config
-	client *http.Client
+	client *http.Client           // setup's, the watchers' list's, and the clients' when per is empty
+	per    []*http.Client         // with TLS: each client's own, its own connections
+	proto  atomic.Pointer[string] // the protocol of the first response
 	codec  codec
 	lat    *hdrhistogram.Histogram
 	latMu  sync.Mutex
@@ -281,17 +337,43 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 	default:
 		return nil, fmt.Errorf("unknown --target %q (want leasehold or etcd)", cfg.target)
 	}
-	tr := &http.Transport{MaxIdleConns: 4 * cfg.clients, MaxIdleConnsPerHost: 2 * cfg.clients, IdleConnTimeout: time.Minute}
+	// Plaintext, HTTP/1.1: one pool, which opens a connection for every
+	// request in flight, so each client in effect has its own. Over
+	// HTTP/2 one pool would multiplex every client on one connection per
+	// node: with TLS, unless --shared-connection, each client gets a
+	// transport of its own, so that TLS changes what a connection costs,
+	// not how many there are.
+	tr := newTransport(cfg.tls, 2*cfg.clients, cfg.http1)
+	defer tr.CloseIdleConnections()
 	cd, err := newCodec(cfg.format)
 	if err != nil {
 		return nil, err
 	}
 	b := &bench{cfg: cfg, client: &http.Client{Transport: tr, Timeout: 30 * time.Second}, codec: cd, lat: hdrhistogram.New(1, 60_000_000, 3)}
+	connections := "a pool of connections shared by the clients"
+	switch {
+	case cfg.tls != nil && !cfg.sharedConn:
+		connections = "a connection per client and node"
+		b.per = make([]*http.Client, cfg.clients)
+		for c := range b.per {
+			ptr := newTransport(cfg.tls, 2, cfg.http1)
+			defer ptr.CloseIdleConnections()
+			b.per[c] = &http.Client{Transport: ptr, Timeout: 30 * time.Second}
+		}
+	case cfg.tls != nil && cfg.http1:
+		connections = "a pool of connections shared by the clients (HTTP/1.1: one per request in flight)"
+	case cfg.tls != nil:
+		connections = "every client multiplexed on one connection per node"
+	}
 	leases, err := b.setup(ctx)
 	if err != nil {
 		return nil, err
 	}
+	b.connect(ctx, leases)
 	res := &Result{Target: cfg.target, Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
+	if cfg.tls != nil {
+		res.TLS, res.Connections = true, connections
+	}
 
 	var lag, lagAck *lagRecorder
 	var watchWG sync.WaitGroup
@@ -312,6 +394,9 @@ func run(ctx context.Context, cfg config) (*Result, error) {
 	wcancel()
 	watchWG.Wait()
 	b.fill(res, elapsed)
+	if p := b.proto.Load(); p != nil && cfg.tls != nil {
+		res.Protocol = *p
+	}
 	if lag != nil {
 		h, n := lag.merged()
 		p := percentiles(h)
@@ -334,7 +419,7 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
-	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints), b.cfg.target))
+	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints), b.cfg.target, b.cfg.metricsTLS))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
@@ -410,9 +495,9 @@ func (b *bench) setup(ctx context.Context) ([]*lease, error) {
 				ObjectMeta: metav1.ObjectMeta{Name: l.name, Namespace: b.cfg.namespace},
 				Spec:       coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now},
 			}
-			code, body, err := b.do(ctx, http.MethodPost, b.url(i, ""), &l.obj)
+			code, body, err := b.do(ctx, -1, http.MethodPost, b.url(i, ""), &l.obj)
 			if err == nil && code == http.StatusConflict {
-				code, body, err = b.do(ctx, http.MethodGet, b.url(i, l.name), nil)
+				code, body, err = b.do(ctx, -1, http.MethodGet, b.url(i, l.name), nil)
 			}
 			if err == nil && code/100 != 2 {
 				err = fmt.Errorf("create %s: HTTP %d: %s", l.name, code, body)
@@ -439,7 +524,40 @@ func (b *bench) setup(ctx context.Context) ([]*lease, error) {
 	return leases, nil
 }
 
-func (b *bench) do(ctx context.Context, method, url string, obj *coordinationv1.Lease) (int, []byte, error) {
+// httpClient is client c's HTTP client (c < 0: the shared one).
+func (b *bench) httpClient(c int) *http.Client {
+	if c >= 0 && c < len(b.per) {
+		return b.per[c]
+	}
+	return b.client
+}
+
+// connect opens each client's own connections (with TLS, unless
+// --shared-connection) before the measured time, one GET on every node,
+// as long-lived clients have theirs open: the measured time is the steady
+// state, not the handshakes.
+func (b *bench) connect(ctx context.Context, leases []*lease) {
+	if len(b.per) == 0 || len(leases) == 0 {
+		return
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 32)
+	for c := range b.per {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			for n := range b.cfg.endpoints {
+				_, _, _ = b.do(ctx, c, http.MethodGet, b.url(n, leases[c%len(leases)].name), nil)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// do sends one request with client c's HTTP client (-1: the shared one).
+func (b *bench) do(ctx context.Context, c int, method, url string, obj *coordinationv1.Lease) (int, []byte, error) {
 	var body io.Reader
 	if obj != nil {
 		raw, err := b.codec.encode(obj)
@@ -454,11 +572,15 @@ func (b *bench) do(ctx context.Context, method, url string, obj *coordinationv1.
 	}
 	req.Header.Set("Content-Type", b.codec.mediaType)
 	req.Header.Set("Accept", b.codec.mediaType)
-	resp, err := b.client.Do(req)
+	resp, err := b.httpClient(c).Do(req)
 	if err != nil {
 		return 0, nil, err
 	}
 	defer resp.Body.Close()
+	if b.proto.Load() == nil {
+		proto := resp.Proto
+		b.proto.CompareAndSwap(nil, &proto)
+	}
 	data, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, data, err
 }
@@ -484,7 +606,7 @@ func (b *bench) client1(ctx context.Context, c int, leases []*lease, limiter <-c
 			if len(own) == 0 {
 				return
 			}
-			b.renew(ctx, node, own[i%len(own)])
+			b.renew(ctx, c, node, own[i%len(own)])
 		case "get", "get0":
 			// Followers only: the node after the first endpoint.
 			n := 1 + rng.IntN(max(len(b.cfg.endpoints)-1, 1))
@@ -492,9 +614,9 @@ func (b *bench) client1(ctx context.Context, c int, leases []*lease, limiter <-c
 			if kind == "get0" {
 				url += "?resourceVersion=0"
 			}
-			b.timed(ctx, "get", http.MethodGet, url)
+			b.timed(ctx, c, "get", http.MethodGet, url)
 		case "list":
-			b.timed(ctx, "list", http.MethodGet, b.url(node, "")+"?limit=500")
+			b.timed(ctx, c, "list", http.MethodGet, b.url(node, "")+"?limit=500")
 		}
 	}
 }
@@ -515,9 +637,9 @@ func pickKind(workload string, rng *rand.Rand) string {
 	}
 }
 
-func (b *bench) timed(ctx context.Context, kind, method, url string) {
+func (b *bench) timed(ctx context.Context, c int, kind, method, url string) {
 	start := time.Now()
-	code, _, err := b.do(ctx, method, url, nil)
+	code, _, err := b.do(ctx, c, method, url, nil)
 	if err != nil || code != http.StatusOK {
 		if ctx.Err() == nil {
 			b.errs.Add(1)
@@ -527,12 +649,13 @@ func (b *bench) timed(ctx context.Context, kind, method, url string) {
 	b.record(kind, time.Since(start))
 }
 
-// renew is one leader-election renewal: PUT with the last resourceVersion.
-func (b *bench) renew(ctx context.Context, node int, l *lease) {
+// renew is one leader-election renewal by client c: PUT with the last
+// resourceVersion.
+func (b *bench) renew(ctx context.Context, c, node int, l *lease) {
 	now := metav1.NowMicro()
 	l.obj.Spec.RenewTime = &now
 	start := time.Now()
-	code, body, err := b.do(ctx, http.MethodPut, b.url(node, l.name), &l.obj)
+	code, body, err := b.do(ctx, c, http.MethodPut, b.url(node, l.name), &l.obj)
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
@@ -550,7 +673,7 @@ func (b *bench) renew(ctx context.Context, node int, l *lease) {
 		}
 	case code == http.StatusConflict:
 		b.conf.Add(1)
-		if code, body, err := b.do(ctx, http.MethodGet, b.url(node, l.name), nil); err == nil && code == http.StatusOK {
+		if code, body, err := b.do(ctx, c, http.MethodGet, b.url(node, l.name), nil); err == nil && code == http.StatusOK {
 			_ = b.codec.decode(body, &l.obj)
 		}
 	default:

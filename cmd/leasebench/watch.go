@@ -145,7 +145,9 @@ func (b *bench) startWatchers(ctx context.Context, wg *sync.WaitGroup, lag, lagA
 	// The watchers' own client: no overall timeout (the run's context ends
 	// them), and a read buffer that takes a whole batch of events in one
 	// read(2) where net/http's default 4 KB needs two or three.
-	watchClient := &http.Client{Transport: &http.Transport{ReadBufferSize: 64 << 10}}
+	wtr := newTransport(b.cfg.tls, 2, b.cfg.http1)
+	wtr.ReadBufferSize = 64 << 10
+	watchClient := &http.Client{Transport: wtr}
 	defer watchClient.CloseIdleConnections()
 	ready := make(chan error, b.cfg.watchers)
 	for range b.cfg.watchers {
