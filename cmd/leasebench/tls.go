@@ -14,22 +14,19 @@ package main
 
 import (
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/leasehold/leasehold/internal/pki"
 )
 
 // tlsFiles are the files of a TLS client: the CA that signed the servers'
@@ -162,9 +159,9 @@ type certRequest struct {
 	days   int
 }
 
-// issueCert makes an ECDSA P-256 key (the key type of scripts/cluster.sh's
-// certificates) and a certificate for it signed by ca; both in PEM, the
-// key in PKCS #8.
+// issueCert makes a key and a certificate for it signed by ca (with
+// internal/pki, as leaseholdctl certs init does); both in PEM, the key in
+// PKCS #8.
 func issueCert(ca tls.Certificate, req certRequest) (certPEM, keyPEM []byte, err error) {
 	if len(ca.Certificate) == 0 {
 		return nil, nil, errors.New("the CA file holds no certificate")
@@ -177,29 +174,14 @@ func issueCert(ca tls.Certificate, req certRequest) (certPEM, keyPEM []byte, err
 	if !ok {
 		return nil, nil, errors.New("the CA's key cannot sign")
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, key, err := (&pki.CA{Cert: caCert, Key: signer}).Issue(pki.Request{
+		CommonName: req.cn, Organizations: req.orgs, Usages: req.usages, IPs: req.ips, DNSNames: req.dns,
+		Validity: time.Duration(max(req.days, 1)) * 24 * time.Hour,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: req.cn, Organization: req.orgs},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(time.Duration(max(req.days, 1)) * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  req.usages,
-		IPAddresses:  req.ips,
-		DNSNames:     req.dns,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, signer)
-	if err != nil {
-		return nil, nil, err
-	}
+	der := cert.Raw
 	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, nil, err
