@@ -119,10 +119,7 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 		var resp rpcResponse
 		switch req.Kind {
 		case rpcForward:
-			if req.Forward == nil {
-				resp.Err = "forward without request"
-				break
-			}
+			// received leaves Forward set: an absent request is an empty one.
 			resp.Forward = h.ForwardHTTP(ctx, req.Forward)
 		case rpcReadIndex:
 			idx, err := h.ReadIndex(ctx, req.Asker)

@@ -88,28 +88,18 @@ func ConfirmNoEscalation(_ context.Context, policy Policy, u user.Info, namespac
 // {APIGroups:["coordination.k8s.io"], Resources:["leases"], ResourceNames:["a"], Verbs:["get" "list"]}.
 func CompactString(r rbacv1.PolicyRule) string {
 	var parts []string
-	var args []any
-	if len(r.APIGroups) > 0 {
-		parts = append(parts, "APIGroups:%q")
-		args = append(args, r.APIGroups)
+	for _, f := range []struct {
+		name   string
+		values []string
+	}{
+		{"APIGroups", r.APIGroups}, {"Resources", r.Resources}, {"NonResourceURLs", r.NonResourceURLs},
+		{"ResourceNames", r.ResourceNames}, {"Verbs", r.Verbs},
+	} {
+		if len(f.values) > 0 {
+			parts = append(parts, fmt.Sprintf("%s:%q", f.name, f.values))
+		}
 	}
-	if len(r.Resources) > 0 {
-		parts = append(parts, "Resources:%q")
-		args = append(args, r.Resources)
-	}
-	if len(r.NonResourceURLs) > 0 {
-		parts = append(parts, "NonResourceURLs:%q")
-		args = append(args, r.NonResourceURLs)
-	}
-	if len(r.ResourceNames) > 0 {
-		parts = append(parts, "ResourceNames:%q")
-		args = append(args, r.ResourceNames)
-	}
-	if len(r.Verbs) > 0 {
-		parts = append(parts, "Verbs:%q")
-		args = append(args, r.Verbs)
-	}
-	return fmt.Sprintf("{"+strings.Join(parts, ", ")+"}", args...)
+	return "{" + strings.Join(parts, ", ") + "}"
 }
 
 type simpleResource struct {

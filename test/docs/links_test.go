@@ -61,10 +61,16 @@ var (
 	inlineLink = regexp.MustCompile(`!?\[([^\]]*)\]\([^)]*\)`)
 )
 
-// proseLines returns the lines of a Markdown text outside fenced code
-// blocks, numbered from 1, with code spans blanked out.
-func proseLines(text string) map[int]string {
-	out := map[int]string{}
+// numberedLine is a line of a Markdown text and its number, from 1.
+type numberedLine struct {
+	n    int
+	text string
+}
+
+// outsideFences returns, in order, the lines of a Markdown text that are
+// not in a fenced code block.
+func outsideFences(text string) []numberedLine {
+	var out []numberedLine
 	fence := ""
 	for i, line := range strings.Split(text, "\n") {
 		if m := fenceRE.FindStringSubmatch(line); m != nil {
@@ -76,10 +82,19 @@ func proseLines(text string) map[int]string {
 			}
 			continue
 		}
-		if fence != "" {
-			continue
+		if fence == "" {
+			out = append(out, numberedLine{i + 1, line})
 		}
-		out[i+1] = codeSpanRE.ReplaceAllStringFunc(line, func(s string) string { return strings.Repeat("x", len(s)) })
+	}
+	return out
+}
+
+// proseLines returns the lines of a Markdown text outside fenced code
+// blocks, numbered from 1, with code spans blanked out.
+func proseLines(text string) map[int]string {
+	out := map[int]string{}
+	for _, l := range outsideFences(text) {
+		out[l.n] = codeSpanRE.ReplaceAllStringFunc(l.text, func(s string) string { return strings.Repeat("x", len(s)) })
 	}
 	return out
 }
@@ -119,20 +134,8 @@ func slug(heading string) string {
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	fence := ""
-	for _, line := range strings.Split(text, "\n") {
-		if m := fenceRE.FindStringSubmatch(line); m != nil {
-			switch {
-			case fence == "":
-				fence = m[1]
-			case fence == m[1]:
-				fence = ""
-			}
-			continue
-		}
-		if fence != "" {
-			continue
-		}
+	for _, l := range outsideFences(text) {
+		line := l.text
 		for _, m := range htmlIDRE.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}
