@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/group"
 	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
@@ -60,7 +61,8 @@ var ErrUnauthorized = errors.New("Unauthorized")
 
 // Authenticator turns a request into the user it comes from.
 type Authenticator struct {
-	request   authenticator.Request // nil: nothing configured
+	certs     authenticator.Request // client certificates; nil: none accepted
+	tokens    authenticator.Request // bearer tokens; nil: none accepted
 	anonymous bool
 	clientCAs *x509.CertPool
 }
@@ -69,14 +71,14 @@ type Authenticator struct {
 // request is anonymous: the node is open, as its authorizer will say.
 func NewAuthenticator(c Config) (*Authenticator, error) {
 	a := &Authenticator{anonymous: c.Anonymous || !c.Configured()}
-	var reqs []authenticator.Request
+	var certs []authenticator.Request
 	if c.ClientCAFile != "" {
 		pool, err := loadPool(c.ClientCAFile)
 		if err != nil {
 			return nil, fmt.Errorf("client CA file: %w", err)
 		}
 		opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		reqs = append(reqs, x509request.New(opts, x509request.CommonNameUserConversion))
+		certs = append(certs, x509request.New(opts, x509request.CommonNameUserConversion))
 	}
 	if c.PeerCAFile != "" {
 		pool, err := loadPool(c.PeerCAFile)
@@ -84,7 +86,7 @@ func NewAuthenticator(c Config) (*Authenticator, error) {
 			return nil, fmt.Errorf("peer CA file: %w", err)
 		}
 		opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		reqs = append(reqs, x509request.New(opts, peerUser(c.PeerAllowedCN)))
+		certs = append(certs, x509request.New(opts, peerUser(c.PeerAllowedCN)))
 	}
 	if c.ClientCAFile != "" || c.PeerCAFile != "" {
 		// The TLS server asks for certificates of either CA: a client
@@ -112,11 +114,11 @@ func NewAuthenticator(c Config) (*Authenticator, error) {
 		}
 		tokens = append(tokens, t)
 	}
-	if len(tokens) > 0 {
-		reqs = append(reqs, bearertoken.New(tokenunion.New(tokens...)))
+	if len(certs) > 0 {
+		a.certs = group.NewAuthenticatedGroupAdder(union.New(certs...))
 	}
-	if len(reqs) > 0 {
-		a.request = group.NewAuthenticatedGroupAdder(union.New(reqs...))
+	if len(tokens) > 0 {
+		a.tokens = group.NewAuthenticatedGroupAdder(bearertoken.New(tokenunion.New(tokens...)))
 	}
 	return a, nil
 }
@@ -156,11 +158,11 @@ func (a *Authenticator) ClientCAs() *x509.CertPool { return a.clientCAs }
 // (anonymous included) it removes the Authorization header, so that no
 // handler sees the credential (kube-apiserver does the same).
 func (a *Authenticator) Authenticate(r *http.Request) (user.Info, error) {
-	if a.request == nil {
+	if a.certs == nil && a.tokens == nil {
 		r.Header.Del("Authorization")
 		return Anonymous, nil
 	}
-	resp, ok, err := a.request.AuthenticateRequest(r)
+	resp, ok, err := a.authenticate(r)
 	switch {
 	case ok:
 		r.Header.Del("Authorization")
@@ -172,6 +174,36 @@ func (a *Authenticator) Authenticate(r *http.Request) (user.Info, error) {
 	default:
 		return nil, ErrUnauthorized
 	}
+}
+
+// authenticate tries the client certificate, then the bearer token, as
+// kube-apiserver's union does: the first that recognises the request wins,
+// and the failures of the others are reported only when none does.
+func (a *Authenticator) authenticate(r *http.Request) (*authenticator.Response, bool, error) {
+	var errs []error
+	if a.certs != nil && r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		if resp := verifiedConn(r); resp != nil {
+			return resp, true, nil
+		}
+		resp, ok, err := a.certs.AuthenticateRequest(r)
+		if ok {
+			rememberConn(r, resp)
+			return resp, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if a.tokens != nil {
+		resp, ok, err := a.tokens.AuthenticateRequest(r)
+		if ok {
+			return resp, true, nil
+		}
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return nil, false, utilerrors.NewAggregate(errs)
 }
 
 type userKey struct{}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/leasehold/leasehold/auth"
 )
 
 // servingCert is the API's certificate, read again when its files change,
@@ -83,6 +85,7 @@ func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) *http.Server {
 	srv := &http.Server{
 		Handler:           h,
+		ConnContext:       auth.ConnContext,
 		MaxHeaderBytes:    1 << 20,
 		ReadHeaderTimeout: 32 * time.Second,
 		IdleTimeout:       90 * time.Second,
