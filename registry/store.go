@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/big"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,6 +58,8 @@ type Store struct {
 	// validation, with the request's context (which carries its user): RBAC's
 	// escalation check. An error refuses the write, dry run included.
 	Admit func(ctx context.Context, r *Resource, obj, old Object) error
+
+	rbac atomic.Pointer[rbacView] // see RBACPolicy
 }
 
 // New returns a Store over c.

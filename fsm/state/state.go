@@ -122,6 +122,11 @@ type Store struct {
 	rebuilt rebuiltViews
 	// encodings bounds the encodings cached by the stored objects.
 	encodings *encodingCache
+	// changed is, per resource, the index of the last commit that changed
+	// one of its objects since the last Replace (at replacedAt): what is
+	// derived from a rarely written resource can be kept until it changes.
+	changed    map[string]uint64
+	replacedAt uint64
 }
 
 // Config bounds what the store retains.
@@ -181,6 +186,7 @@ func New(cfg Config) *Store {
 		history:   newHistory(cfg.HistoryEvents, cfg.HistoryAge),
 		snaps:     newSnapRing(cfg.ListSnapshots),
 		encodings: newEncodingCache(cfg.EncodingCacheBytes),
+		changed:   map[string]uint64{},
 	}
 	// The empty state is the view at index 0 and stands for the entries
 	// before the first change, as Replace seeds the ring with its state.
@@ -235,6 +241,16 @@ type Snapshot struct {
 	// Generation is the store's generation the view belongs to.
 	Generation uint64
 	root       *node
+}
+
+// ChangedAt returns a number that grows whenever an object of resource
+// changes or the state is replaced: the index of the last such commit.
+// It moves only once the change is published, so a Snapshot taken after
+// reading it holds that change.
+func (s *Store) ChangedAt(resource string) uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return max(s.changed[resource], s.replacedAt)
 }
 
 // Snapshot returns a read view of the latest applied state.
@@ -471,6 +487,9 @@ func (t *Txn) Commit(idx uint64) {
 	if idx > s.applied {
 		s.applied = idx
 	}
+	for _, e := range t.events {
+		s.changed[e.Object.Resource] = idx
+	}
 	s.history.append(t.events)
 	// A view the history can no longer serve must not keep old objects.
 	s.rebuilt.dropBefore(s.history.dropped)
@@ -488,6 +507,8 @@ func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64)
 	s.published = root
 	s.applied = applied
 	s.generation++
+	clear(s.changed)
+	s.replacedAt = applied
 	s.history.reset(events, dropped)
 	s.snaps.reset()
 	s.snaps.add(applied, s.published)

@@ -1234,3 +1234,32 @@ func TestNewestFirstReleasesRebuiltVersions(t *testing.T) {
 		t.Fatalf("%d versions rebuilt, %d collected before the walk ended", rebuilt, collected.Load())
 	}
 }
+
+// TestChangedAt: a resource's number moves with a commit that changes one
+// of its objects (a deletion too) and with a replace, never with a change
+// of another resource.
+func TestChangedAt(t *testing.T) {
+	s := New(smallConfig)
+	role := Key{Resource: "roles", Namespace: "ns", Name: "r"}
+	if got := s.ChangedAt("roles"); got != 0 {
+		t.Fatalf("empty store: %d", got)
+	}
+	apply(s, 1, put(role, "r1"))
+	apply(s, 2, put(key("ns", "a"), "a2"), put(key("ns", "b"), "b3"))
+	if got, want := s.ChangedAt("roles"), uint64(1); got != want {
+		t.Errorf("roles after a change of leases: %d, want %d", got, want)
+	}
+	if got, want := s.ChangedAt("leases"), uint64(3); got != want {
+		t.Errorf("leases: %d, want %d", got, want)
+	}
+	apply(s, 4, nothing, del(role))
+	if got, want := s.ChangedAt("roles"), uint64(5); got != want {
+		t.Errorf("roles after a deletion: %d, want %d", got, want)
+	}
+	s.Replace(nil, nil, 0, 9)
+	for _, r := range []string{"roles", "leases", "never"} {
+		if got, want := s.ChangedAt(r), uint64(9); got != want {
+			t.Errorf("%s after a replace at 9: %d, want %d", r, got, want)
+		}
+	}
+}
