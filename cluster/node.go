@@ -241,6 +241,12 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		bolt.Close()
 		return nil, fmt.Errorf("inspect raft state: %w", err)
 	}
+	// An operator's peers.json forces a new configuration (recover.go).
+	if err := n.recoverFromPeersFile(rc, has, logs, snaps); err != nil {
+		n.trans.Close()
+		bolt.Close()
+		return nil, err
+	}
 	if !has && !cfg.Join {
 		var conf raft.Configuration
 		peers := cfg.InitialCluster
