@@ -15,6 +15,7 @@ type collector struct {
 
 	leader, state, term, commit, applied, lastContact *prometheus.Desc
 	objects, history, readiness                       *prometheus.Desc
+	diskStalled, diskFull                             *prometheus.Desc
 }
 
 // raftStates are the values of leasehold_raft_node_state's label, all of
@@ -33,6 +34,8 @@ func newCollector(n *Node) *collector {
 		objects:     prometheus.NewDesc("leasehold_objects", "Objects stored, by resource.", []string{"resource"}, nil),
 		history:     prometheus.NewDesc("leasehold_watch_history_events", "Events held in the watch history.", nil, nil),
 		readiness:   prometheus.NewDesc("leasehold_ready", "1 if the node is ready to serve (knows a leader and has caught up), else 0.", nil, nil),
+		diskStalled: prometheus.NewDesc("leasehold_disk_stalled", "1 while a write to raft.db is past the disk stall timeout, else 0.", nil, nil),
+		diskFull:    prometheus.NewDesc("leasehold_disk_full", "1 while the disk of raft.db counts as full (a write got ENOSPC or EDQUOT, or less than the reserve is free), else 0.", nil, nil),
 	}
 }
 
@@ -84,9 +87,11 @@ func newForwardedCounter() *prometheus.CounterVec {
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.leader, c.state, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness} {
+	for _, d := range []*prometheus.Desc{c.leader, c.state, c.term, c.commit, c.applied, c.lastContact, c.objects, c.history, c.readiness, c.diskStalled, c.diskFull} {
 		ch <- d
 	}
+	c.n.disk.writeSeconds.Describe(ch)
+	c.n.disk.writeErrors.Describe(ch)
 	c.n.readIndexSeconds.Describe(ch)
 	c.n.readIndexesGiven.Describe(ch)
 	c.n.forwarded.Describe(ch)
@@ -118,6 +123,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.history, float64(n.state.HistoryLen()))
 	ready, _ := n.Ready()
 	gauge(c.readiness, b2f(ready))
+	gauge(c.diskStalled, b2f(n.disk.stalled()))
+	gauge(c.diskFull, b2f(n.disk.full.Load()))
+	n.disk.writeSeconds.Collect(ch)
+	n.disk.writeErrors.Collect(ch)
 	n.readIndexSeconds.Collect(ch)
 	n.readIndexesGiven.Collect(ch)
 	n.forwarded.Collect(ch)

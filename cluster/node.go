@@ -50,6 +50,10 @@ type Config struct {
 	// Join is set when the node is added to a running cluster instead of
 	// bootstrapping; the caller asks a member to add it.
 	Join bool
+	// APIURL is where the node's API is reached; Version is its release.
+	// Both are told to the other members (NodeInfo).
+	APIURL  string
+	Version string
 
 	SnapshotThreshold uint64
 	SnapshotInterval  time.Duration
@@ -58,6 +62,12 @@ type Config struct {
 	HeartbeatTimeout time.Duration
 	// WriteTimeout bounds how long a request waits for a leader.
 	WriteTimeout time.Duration
+	// DiskStallTimeout bounds a write to raft.db: a leader whose log
+	// write takes longer steps down (disk.go).
+	DiskStallTimeout time.Duration
+	// WrapRaftStore, if set, wraps raft.db's log and stable store below
+	// the disk gate; tests make a sick disk with it.
+	WrapRaftStore func(RaftStore) RaftStore
 
 	State  state.Config
 	Logger hclog.Logger
@@ -104,6 +114,9 @@ func (c *Config) setDefaults() {
 	if c.WriteTimeout == 0 {
 		c.WriteTimeout = DefaultWriteTimeout
 	}
+	if c.DiskStallTimeout == 0 {
+		c.DiskStallTimeout = DefaultDiskStallTimeout
+	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
@@ -124,6 +137,7 @@ type Node struct {
 	client   *transport.Client
 	bolt     *raftboltdb.BoltStore
 	stable   *stableStore
+	disk     *disk // the gate of every write to raft.db
 	trans    *raft.NetworkTransport
 
 	// forward handles writes forwarded to this node; set by the API.
@@ -152,6 +166,14 @@ type Node struct {
 	ready       bool
 	readyReason string
 
+	// members is the leader's view of the members (membership.go).
+	members      members
+	featureLevel atomic.Uint32
+	// removed is closed once the node learns it is no longer a member.
+	removed       chan struct{}
+	removedOnce   sync.Once
+	removedReason atomic.Pointer[string]
+
 	notifyCh chan bool
 	stopCh   chan struct{}
 	wg       sync.WaitGroup
@@ -169,6 +191,9 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
+	if err := checkNotRemoved(cfg.DataDir); err != nil {
+		return nil, err
+	}
 	n := &Node{
 		cfg:      cfg,
 		logger:   cfg.Logger,
@@ -178,6 +203,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		termSem:  make(chan struct{}, 1),
 		notifyCh: make(chan bool, 16),
 		stopCh:   make(chan struct{}),
+		removed:  make(chan struct{}),
 
 		readIndexSeconds: newReadIndexHistogram(),
 		readIndexesGiven: newReadIndexesCounter(),
@@ -197,12 +223,22 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		return nil, fmt.Errorf("open raft log: %w", err)
 	}
 	n.bolt = bolt
-	n.stable = &stableStore{StableStore: bolt}
-	logs, err := raft.NewLogCache(512, newLogStore(bolt))
+	// Every write to raft.db passes the disk gate (disk.go): under the log
+	// cache, whose reads never wait for it, and under the compaction
+	// steps, each of which it times alone.
+	var store RaftStore = bolt
+	if cfg.WrapRaftStore != nil {
+		store = cfg.WrapRaftStore(store)
+	}
+	n.disk = newDisk(cfg.Name, cfg.DataDir, cfg.DiskStallTimeout, cfg.Logger.Named("disk"), n.stopCh)
+	n.stable = &stableStore{StableStore: &diskStable{StableStore: store, d: n.disk}}
+	gate := &diskLog{LogStore: store, d: n.disk}
+	cache, err := raft.NewLogCache(512, newLogStore(gate))
 	if err != nil {
 		bolt.Close()
 		return nil, err
 	}
+	logs := &keptErrors{LogCache: cache, gate: gate}
 	snaps, err := raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, cfg.Logger.Named("snapshot"))
 	if err != nil {
 		bolt.Close()
@@ -270,15 +306,18 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	}
 	n.raft = r
 	n.groups = groupCommit{apply: func(data []byte) raft.ApplyFuture { return r.Apply(data, cfg.WriteTimeout) }, alone: writesAlone}
+	n.wg.Add(1)
+	go n.watchDisk(store)
 	if cfg.Registerer != nil {
 		if err := cfg.Registerer.Register(newCollector(n)); err != nil {
 			n.logger.Warn("metrics not registered", "error", err)
 		}
 	}
 	mux.Serve(rpcHandler{n})
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.watchLeadership()
 	go n.watchReadiness()
+	go n.watchMembers()
 	return n, nil
 }
 
@@ -362,12 +401,20 @@ func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64,
 	if n.raft.State() != raft.Leader {
 		return nil, 0, ErrNotLeader
 	}
+	if err := n.disk.refuse(); err != nil {
+		return nil, 0, err
+	}
 	p := n.groups.submit(data)
 	if err := n.wait(ctx, p); err != nil {
 		switch {
 		case errors.Is(err, ErrTimeout):
 			return nil, 0, err // withdrawn before it went to Raft
 		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+			return nil, 0, ErrNotLeader
+		case errors.Is(err, ErrDiskStalled), errors.Is(err, ErrDiskFull):
+			// This node's log write failed: raft stepped it down, and the
+			// entry is neither stored (an abandoned write is undone) nor
+			// sent, so the next leader may take the write.
 			return nil, 0, ErrNotLeader
 		case errors.Is(err, raft.ErrEnqueueTimeout):
 			return nil, 0, ErrTimeout
@@ -399,6 +446,9 @@ func (n *Node) applyAtLeader(ctx context.Context, data []byte) (*fsm.Result, err
 	case errors.Is(err, transport.ErrNotLeader):
 		n.forwarded.WithLabelValues("not_leader").Inc()
 		return nil, ErrNotLeader
+	case errors.As(err, new(*transport.NoSpaceError)):
+		n.forwarded.WithLabelValues("not_applied").Inc()
+		return nil, &spaceError{msg: err.Error()}
 	case errors.Is(err, transport.ErrNotApplied):
 		n.forwarded.WithLabelValues("not_applied").Inc()
 		return nil, ErrTimeout
@@ -630,6 +680,8 @@ func (h rpcHandler) ForwardHTTP(ctx context.Context, req *transport.HTTPRequest)
 }
 
 // Apply is answered by the leader only, and the command is not sent on.
+func (h rpcHandler) NodeInfo(context.Context) *transport.NodeInfo { return h.n.NodeInfo() }
+
 func (h rpcHandler) Apply(ctx context.Context, data []byte) (uint64, []byte, error) {
 	res, idx, err := h.n.applyHere(ctx, data)
 	switch {
@@ -637,6 +689,8 @@ func (h rpcHandler) Apply(ctx context.Context, data []byte) (uint64, []byte, err
 		return 0, nil, transport.ErrNotLeader
 	case errors.Is(err, ErrTimeout):
 		return 0, nil, transport.ErrNotApplied
+	case errors.Is(err, ErrDiskFull):
+		return 0, nil, &transport.NoSpaceError{Message: err.Error()}
 	case err != nil:
 		return 0, nil, err
 	}
@@ -658,21 +712,6 @@ func (h rpcHandler) ReadIndex(ctx context.Context, from transport.Asker) (uint64
 		return 0, transport.ErrNotLeader
 	}
 	return idx, err
-}
-
-// AddVoter adds a member; only the leader can.
-func (n *Node) AddVoter(ctx context.Context, name, addr string) error {
-	if n.raft.State() != raft.Leader {
-		return ErrNotLeader
-	}
-	f := n.raft.AddVoter(raft.ServerID(name), raft.ServerAddress(addr), 0, n.cfg.WriteTimeout)
-	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrNotLeader) {
-			return ErrNotLeader
-		}
-		return err
-	}
-	return nil
 }
 
 // watchLeadership follows NotifyCh, which Raft writes in order and blocks
@@ -701,9 +740,13 @@ func (n *Node) watchLeadership() {
 	}
 }
 
-// Ready reports whether the node serves requests: it knows a leader and has
-// applied everything that leader had committed when this node learned of it.
+// Ready reports whether the node serves requests: its disk takes writes,
+// it knows a leader and has applied everything that leader had committed
+// when this node learned of it.
 func (n *Node) Ready() (bool, string) {
+	if ok, why := n.disk.health(); !ok {
+		return false, why
+	}
 	n.readyMu.Lock()
 	defer n.readyMu.Unlock()
 	return n.ready, n.readyReason

@@ -3,6 +3,7 @@ package cluster
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -118,18 +119,28 @@ func TestJoinedVoter(t *testing.T) {
 	c.nodes, c.muxes = append(c.nodes, joined), append(c.muxes, m)
 	c.cfgs, c.addrs = append(c.cfgs, cfg), append(c.addrs, m.Addr().String())
 	c.mu.Unlock()
-	if err := leader.AddVoter(opCtx(t), "n4", m.Addr().String()); err != nil {
-		t.Fatalf("AddVoter: %v", err)
+	// n4 enters as a non-voter and is promoted once it has caught up.
+	if err := leader.AddMember(opCtx(t), "n4", m.Addr().String(), ""); err != nil {
+		t.Fatalf("AddMember: %v", err)
 	}
-	var voters int
-	for _, s := range leader.raft.GetConfiguration().Configuration().Servers {
-		if s.Suffrage == raft.Voter {
-			voters++
+	suffrage := func() (voters int, n4 raft.ServerSuffrage) {
+		for _, s := range leader.raft.GetConfiguration().Configuration().Servers {
+			if s.Suffrage == raft.Voter {
+				voters++
+			}
+			if s.ID == "n4" {
+				n4 = s.Suffrage
+			}
 		}
+		return voters, n4
 	}
-	if voters != 4 {
-		t.Fatalf("%d voters after the join, want 4", voters)
+	if voters, n4 := suffrage(); voters != 3 || n4 != raft.Nonvoter {
+		t.Fatalf("right after the join: %d voters, n4 %v; want 3 and a non-voter", voters, n4)
 	}
+	waitFor(t, promoteStable+5*memberCheckInterval+5*time.Second, "n4 promoted", func() bool {
+		voters, _ := suffrage()
+		return voters == 4
+	})
 
 	after := mustApply(t, leader, createCmd(t, "after-join", "h2"))
 	if err := joined.LinearizableRead(opCtx(t)); err != nil {

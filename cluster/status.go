@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/hashicorp/raft"
@@ -15,6 +17,10 @@ type Status struct {
 	CommitIndex  uint64      `json:"commitIndex"`
 	AppliedIndex uint64      `json:"appliedIndex"`
 	Members      []Member    `json:"members"`
+	APIURL       string      `json:"apiURL"`
+	Version      string      `json:"version"`
+	DBSize       int64       `json:"dbSize"`
+	FeatureLevel uint32      `json:"featureLevel"`
 }
 
 // LeaderInfo names the leader.
@@ -39,6 +45,12 @@ func (n *Node) Status() Status {
 		CommitIndex:  n.raft.CommitIndex(),
 		AppliedIndex: n.state.AppliedIndex(),
 		Members:      []Member{},
+		APIURL:       n.cfg.APIURL,
+		Version:      n.cfg.Version,
+		FeatureLevel: n.FeatureLevel(),
+	}
+	if fi, err := os.Stat(filepath.Join(n.cfg.DataDir, "raft.db")); err == nil {
+		st.DBSize = fi.Size()
 	}
 	if name, addr := n.Leader(); addr != "" {
 		st.Leader = &LeaderInfo{Name: name, PeerAddr: addr}

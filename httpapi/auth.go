@@ -13,7 +13,8 @@ import (
 
 // openPaths answer without credentials, so that probes and load balancers
 // need none.
-var openPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true}
+var openPaths = map[string]bool{"/livez": true, "/readyz": true, "/healthz": true,
+	"/ui": true, "/ui/": true, "/ui/ui.js": true, "/ui/election.js": true, "/ui/ui.css": true}
 
 // guard runs kube-apiserver's order of checks before a request reaches the
 // API: authentication (401), impersonation (403), the in-flight limits

@@ -20,6 +20,7 @@ import (
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
+	"github.com/leasehold/leasehold/ui"
 )
 
 // Config configures a Server.
@@ -134,8 +135,10 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.HandleFunc("/healthz", s.readyz)
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.HandleFunc("/cluster/status", s.clusterStatus)
-	r.HandleFunc("/cluster/join", s.leaderOnly(s.clusterJoin))
+	r.HandleFunc("/cluster/snapshot", s.clusterSnapshot)
+	s.routeMembers(r)
 	r.HandleFunc("/cluster/elections", s.clusterElections)
+	r.PathPrefix("/ui").Handler(ui.Handler())
 
 	r.HandleFunc("/version", s.version)
 	r.HandleFunc("/api", s.coreVersions)

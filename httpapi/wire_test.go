@@ -838,6 +838,11 @@ func TestWireDiscovery(t *testing.T) {
 				PeerAddr string `json:"peerAddr"`
 				Suffrage string `json:"suffrage"`
 			} `json:"members"`
+			// Beyond the contract's fields: for leaseholdctl endpoint status.
+			APIURL       string `json:"apiURL"`
+			Version      string `json:"version"`
+			DBSize       int64  `json:"dbSize"`
+			FeatureLevel uint32 `json:"featureLevel"`
 		}
 		wi := newWire(t, c, i)
 		r := wi.do("GET", "/cluster/status", nil)
@@ -851,7 +856,7 @@ func TestWireDiscovery(t *testing.T) {
 			wantState = "leader"
 		}
 		if st.Name != c.Nodes[i].Name || st.State != wantState || st.Leader == nil || st.Leader.Name != c.Nodes[leader].Name || st.Leader.PeerAddr != c.Nodes[leader].PeerAddr ||
-			st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 || len(st.Members) != 3 {
+			st.Term == 0 || st.CommitIndex == 0 || st.AppliedIndex == 0 || len(st.Members) != 3 || st.DBSize == 0 {
 			t.Errorf("/cluster/status on %d: %s", i, r.body)
 		}
 		for _, m := range st.Members {

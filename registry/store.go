@@ -92,6 +92,10 @@ func ClusterError(err error) error {
 		return err
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
 		return NotLeader("the cluster has no leader at the moment, please retry")
+	case errors.Is(err, cluster.ErrDiskFull):
+		// kube-apiserver's answer when etcd refuses a write for lack of
+		// space: 500, no reason, the storage's own words.
+		return &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 500, Message: err.Error()}}
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		e := apierrors.NewTimeoutError("request did not complete within requested timeout - the write may or may not have been applied: leadership changed while it was committed", 1)
 		return e

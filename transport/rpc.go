@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,11 +62,44 @@ type Handler interface {
 	// encoded result. It returns ErrNotLeader or ErrNotApplied when nothing
 	// was written; any other error leaves the outcome unknown.
 	Apply(ctx context.Context, cmd []byte) (uint64, []byte, error)
+	// NodeInfo describes the node, for the leader's view of its members.
+	NodeInfo(ctx context.Context) *NodeInfo
+}
+
+// NodeInfo is what a node says about itself: the leader asks every member
+// for it to judge whether a non-voter has caught up, which members are
+// healthy and which release each runs (hashicorp/raft keeps its own view
+// of a follower's progress private). A node of a release that predates it
+// answers the request with an error.
+type NodeInfo struct {
+	Name    string
+	APIURL  string
+	Version string
+	// FeatureLevel is the highest cluster feature level the node's
+	// release can apply.
+	FeatureLevel uint32
+	State        string
+	Term         uint64
+	LastIndex    uint64
+	CommitIndex  uint64
+	AppliedIndex uint64
+	// LastContact is how long ago the node last heard from a leader (0 on
+	// the leader, -1 never).
+	LastContact time.Duration
+	Leader      string
+	// Members are the server IDs of the configuration the node knows.
+	Members []string
+	DBSize  int64
+	Ready   bool
+	Reason  string
 }
 
 // ErrNotLeader is returned by ReadIndex and Apply on a node that is not the
 // leader.
 var ErrNotLeader = errors.New("not the leader")
+
+// ErrUnsupported: the peer runs a release that does not know the call.
+var ErrUnsupported = errors.New("the peer's release does not support this call")
 
 // ErrNotApplied is returned by Apply when the command was not written (the
 // leader's queue did not take it in time).
@@ -75,6 +109,7 @@ const (
 	rpcForward   = 1
 	rpcReadIndex = 2
 	rpcApply     = 3
+	rpcNodeInfo  = 4
 )
 
 // Asker is the node asking for a read index: its Raft server ID and its
@@ -97,6 +132,7 @@ type rpcRequest struct {
 
 type rpcResponse struct {
 	Forward    *HTTPResponse
+	Info       *NodeInfo
 	Index      uint64
 	Result     []byte
 	NotLeader  bool
@@ -133,6 +169,8 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 			idx, result, err := h.Apply(ctx, req.Command)
 			resp.Index, resp.Result = idx, result
 			resp.NotLeader, resp.NotApplied, resp.Err = applyAnswer(err)
+		case rpcNodeInfo:
+			resp.Info = h.NodeInfo(ctx)
 		default:
 			resp.Err = fmt.Sprintf("unknown rpc kind %d", req.Kind)
 		}
@@ -269,6 +307,24 @@ func (cl *Client) ReadIndex(ctx context.Context, addr string, from Asker) (uint6
 	return resp.Index, nil
 }
 
+// NodeInfo asks the node at addr to describe itself.
+func (cl *Client) NodeInfo(ctx context.Context, addr string) (*NodeInfo, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcNodeInfo})
+	if err != nil {
+		return nil, err
+	}
+	if strings.HasPrefix(resp.Err, "unknown rpc kind") {
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, resp.Err)
+	}
+	if resp.Err != "" {
+		return nil, errors.New(resp.Err)
+	}
+	if resp.Info == nil {
+		return nil, errors.New("empty node info")
+	}
+	return resp.Info, nil
+}
+
 // Apply has the leader at addr commit an encoded log command and returns
 // its index and encoded result. ErrNotLeader and ErrNotApplied mean nothing was written, as
 // does an error from reaching the peer; an error wrapping
@@ -291,6 +347,9 @@ func (cl *Client) Apply(ctx context.Context, addr string, cmd []byte) (uint64, [
 		if err != nil {
 			return 0, nil, err
 		}
+		if resp.NoSpace {
+			return 0, nil, &NoSpaceError{Message: resp.Err}
+		}
 		return applyResult(resp.Index, resp.Result, resp.NotLeader, resp.NotApplied, resp.Err)
 	}
 }
@@ -304,14 +363,25 @@ func (cl *Client) applyOnce(ctx context.Context, addr string, cmd []byte) (uint6
 	return applyResult(resp.Index, resp.Result, resp.NotLeader, resp.NotApplied, resp.Err)
 }
 
-// applyAnswer sorts the error of Handler.Apply for its answer: the two
+// NoSpaceError is Apply's error, and Handler.Apply's, when the leader
+// refused the command because its disk is full: nothing was written.
+// Message is the leader's, for the client. A peer of an earlier release
+// takes the answer for ErrNotApplied.
+type NoSpaceError struct{ Message string }
+
+func (e *NoSpaceError) Error() string { return e.Message }
+
+// applyAnswer sorts the error of Handler.Apply for its answer: the ones
 // that mean nothing was written, or the text of any other.
 func applyAnswer(err error) (notLeader, notApplied bool, text string) {
+	var ns *NoSpaceError
 	switch {
 	case errors.Is(err, ErrNotLeader):
 		return true, false, ""
 	case errors.Is(err, ErrNotApplied):
 		return false, true, ""
+	case errors.As(err, &ns):
+		return false, true, ns.Message
 	case err != nil:
 		return false, false, err.Error()
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -38,6 +39,10 @@ func (h *fakeHandler) ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPRe
 
 func (h *fakeHandler) ReadIndex(ctx context.Context, from Asker) (uint64, error) {
 	return h.readIndex(ctx, from)
+}
+
+func (h *fakeHandler) NodeInfo(context.Context) *NodeInfo {
+	return &NodeInfo{Name: "fake", AppliedIndex: 7, Members: []string{"fake", "other"}}
 }
 
 // echoHandler answers a forward with the request's body and a header naming
@@ -203,6 +208,19 @@ func TestReadIndexRoundTrip(t *testing.T) {
 	// Answers that are errors keep the connection.
 	if n := cl.idleCount(addr); n != 1 {
 		t.Errorf("%d pooled connections, want 1", n)
+	}
+}
+
+// TestNodeInfoRoundTrip: a node's description crosses the peer port whole.
+func TestNodeInfoRoundTrip(t *testing.T) {
+	srv, _ := newServer(t, "127.0.0.1:0", &fakeHandler{})
+	cl := newClient(t)
+	info, err := cl.NodeInfo(ctxFor(t, 5*time.Second), srv.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != "fake" || info.AppliedIndex != 7 || !slices.Equal(info.Members, []string{"fake", "other"}) {
+		t.Errorf("NodeInfo = %+v", info)
 	}
 }
 

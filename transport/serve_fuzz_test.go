@@ -56,6 +56,11 @@ func (h *fuzzHandler) ReadIndex(_ context.Context, from Asker) (uint64, error) {
 	return from.Term, nil
 }
 
+func (h *fuzzHandler) NodeInfo(context.Context) *NodeInfo {
+	h.calls.Add(1)
+	return &NodeInfo{Name: "fuzz"}
+}
+
 func (h *fuzzHandler) Apply(_ context.Context, cmd []byte) (uint64, []byte, error) {
 	h.calls.Add(1)
 	if len(cmd) > 0 {

@@ -46,7 +46,10 @@ type streamResponse struct {
 	Result     []byte
 	NotLeader  bool
 	NotApplied bool
-	Err        string
+	// NoSpace: the leader's disk is full (NotApplied is set too, for
+	// peers of earlier releases); Err is its message.
+	NoSpace bool
+	Err     string
 }
 
 // frameWriter encodes gob values into a buffer and writes what has
@@ -128,6 +131,8 @@ func serveApplyStream(c net.Conn, h Handler, logger hclog.Logger) {
 			cancel()
 			resp := streamResponse{ID: req.ID, Index: idx, Result: result}
 			resp.NotLeader, resp.NotApplied, resp.Err = applyAnswer(err)
+			var ns *NoSpaceError
+			resp.NoSpace = errors.As(err, &ns)
 			if w.send(&resp) != nil {
 				c.Close() // the reader above ends too
 			}

@@ -37,6 +37,11 @@ func (h *countingHandler) ReadIndex(context.Context, Asker) (uint64, error) {
 	return 42, nil
 }
 
+func (h *countingHandler) NodeInfo(context.Context) *NodeInfo {
+	h.calls.Add(1)
+	return &NodeInfo{Name: "counting"}
+}
+
 func (h *countingHandler) Apply(_ context.Context, cmd []byte) (uint64, []byte, error) {
 	h.calls.Add(1)
 	return 7, append([]byte("applied "), cmd...), nil

@@ -16,6 +16,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -132,6 +133,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		DataDir:           cfg.DataDir,
 		InitialCluster:    peers,
 		Join:              cfg.Join != "",
+		APIURL:            apiURL(cfg),
+		Version:           releaseVersion(),
 		SnapshotThreshold: cfg.SnapshotThreshold,
 		SnapshotInterval:  cfg.SnapshotInterval,
 		TrailingLogs:      cfg.TrailingLogs,
@@ -222,6 +225,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 		go join(baseCtx, cfg, node, logger)
 	}
 
+	var exitErr error
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -229,6 +233,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		logger.Info("shutting down", "signal", sig.String())
 	case err := <-serveErr:
 		logger.Error("API server failed", "error", err)
+	case <-node.Removed():
+		exitErr = fmt.Errorf("stopped: %s; delete %s before this node joins again", node.RemovedReason(), cfg.DataDir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
@@ -241,7 +247,46 @@ func serve(cfg Config, logger hclog.Logger) error {
 	case <-electionDone:
 	case <-ctx.Done():
 	}
-	return node.Close()
+	if err := node.Close(); exitErr == nil {
+		exitErr = err
+	}
+	return exitErr
+}
+
+// apiURL is the URL other members and tools reach this node's API at.
+func apiURL(cfg Config) string {
+	if cfg.TLSCertFile != "" {
+		return "https://" + cfg.APIAddr
+	}
+	return "http://" + cfg.APIAddr
+}
+
+// releaseVersion names the build: its VCS revision (12 digits, "+dirty"
+// if the tree was modified), as the members tell each other.
+func releaseVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	rev, dirty := "", false
+	for _, st := range bi.Settings {
+		switch st.Key {
+		case "vcs.revision":
+			rev = st.Value
+		case "vcs.modified":
+			dirty = st.Value == "true"
+		}
+	}
+	if rev == "" {
+		return bi.Main.Version
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if dirty {
+		rev += "+dirty"
+	}
+	return rev
 }
 
 // testPeerDialEnv names a hidden, TEST-ONLY environment variable: it is not
@@ -293,7 +338,7 @@ func testPeerDialRewrite(v, self string) (func(string) string, error) {
 // join asks the member at cfg.Join to add this node, until it succeeds or
 // the node already belongs to a cluster with a leader.
 func join(ctx context.Context, cfg Config, node *cluster.Node, logger hclog.Logger) {
-	body, _ := json.Marshal(map[string]string{"name": cfg.Name, "peerAddr": cfg.PeerAddr})
+	body, _ := json.Marshal(map[string]string{"name": cfg.Name, "peerAddr": cfg.PeerAddr, "apiURL": apiURL(cfg)})
 	client, err := joinClient(cfg)
 	if err != nil {
 		logger.Error("cannot join the cluster", "error", err)

@@ -30,6 +30,31 @@ Commands:
                                   (--peer-cert-file, --peer-cert-allowed-cn)
           admin.crt, admin.key    client certificate of --admin in group system:masters
         Existing files are never overwritten.
+
+  member list                                 NAME, PEER ADDR, API URL, SUFFRAGE, STATE, LAST CONTACT, APPLIED, BEHIND
+  member add NAME --peer-addr HOST:PORT [--api-url URL]
+                                              as a non-voter; promoted to voter once caught up
+  member promote NAME                         a caught-up non-voter, at once
+  member remove NAME                          refused if the healthy voters left could not form
+                                              a quorum; a leader hands over before it goes
+  leader transfer [NAME]                      to NAME, or to the most caught-up voter
+  endpoint status                             per node: name, URL, leader?, term, commit, applied,
+                                              db size, version
+  endpoint health                             per node: healthy?, took, error
+  snapshot save FILE                          a consistent snapshot from the cluster, with a checksum:
+                                              received into FILE.part, verified, renamed to FILE
+  snapshot inspect FILE                       verifies FILE (checksum, full decode); prints index, term,
+                                              size, checksum ok, objects per resource
+  snapshot restore FILE --data-dir DIR --name NAME --initial-cluster LIST [--bump-revision N]
+                                              offline: the data dir of member NAME of a NEW cluster
+                                              holding FILE's objects; every member restores the same
+                                              file. Indexes start N (default 1000000000) above FILE's;
+                                              a watch or list from an older resourceVersion gets 410
+
+Cluster commands take --kubeconfig FILE (else $KUBECONFIG) for the API URL and
+credentials, or --endpoints URL,... ; -o table|json; --timeout D (default 10s).
+Exit status: 0 on success, 1 when the cluster refuses (reason on stderr), 2 on
+usage errors.
 `
 
 func main() {
@@ -68,6 +93,14 @@ func dispatch(args []string, stdout io.Writer) error {
 		return flag.ErrHelp
 	case len(args) >= 2 && args[0] == "certs" && args[1] == "init":
 		return certsInit(args[2:], stdout)
+	case args[0] == "member":
+		return memberCmd(args[1:], stdout)
+	case args[0] == "leader":
+		return leaderCmd(args[1:], stdout)
+	case args[0] == "endpoint":
+		return endpointCmd(args[1:], stdout)
+	case args[0] == "snapshot":
+		return snapshotCmd(args[1:], stdout)
 	}
 	return errUsage{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
 }

@@ -1,0 +1,393 @@
+package ui_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/auth"
+	"github.com/leasehold/leasehold/election"
+	"github.com/leasehold/leasehold/httpapi"
+	"github.com/leasehold/leasehold/internal/testcluster"
+	"github.com/leasehold/leasehold/registry"
+)
+
+// env is an in-process cluster with each member's store, for writes that
+// skip HTTP.
+type env struct {
+	*testcluster.Cluster
+	mu     sync.Mutex
+	stores map[string]*registry.Store
+}
+
+func newEnv(t *testing.T, n int, api func(name string, cfg *httpapi.Config)) *env {
+	t.Helper()
+	e := &env{stores: map[string]*registry.Store{}}
+	e.Cluster = testcluster.New(t, n, testcluster.Options{API: func(name string, cfg *httpapi.Config) {
+		e.mu.Lock()
+		e.stores[name] = cfg.Store
+		e.mu.Unlock()
+		if api != nil {
+			api(name, cfg)
+		}
+	}})
+	return e
+}
+
+func (e *env) store(i int) *registry.Store {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.stores[e.Nodes[i].Name]
+}
+
+// pageURL is the lease view on member i.
+func (e *env) pageURL(i int) string { return e.Nodes[i].URL() + "/ui/" }
+
+func ctxT(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func micro(t time.Time) *metav1.MicroTime { m := metav1.NewMicroTime(t); return &m }
+
+// mustLease creates a Lease; a zero renew leaves it without a holder.
+func mustLease(t *testing.T, cs kubernetes.Interface, ns, name, holder string, dur int32, renew time.Time) *coordinationv1.Lease {
+	t.Helper()
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if holder != "" {
+		l.Spec = coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(holder), LeaseDurationSeconds: ptr.To(dur),
+			AcquireTime: micro(renew), RenewTime: micro(renew), LeaseTransitions: ptr.To(int32(0)),
+		}
+	}
+	out, err := cs.CoordinationV1().Leases(ns).Create(ctxT(t, 10*time.Second), l, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create lease %s/%s: %v", ns, name, err)
+	}
+	return out
+}
+
+// TestPage drives the lease view in Chromium against a three-node cluster,
+// opened on a follower: a Lease created through the API appears, its time
+// left counts down, a new holder reaches the history within a second of the
+// write, expired and never-held Leases are marked, the cluster panel shows
+// the members and the leader, and a browser whose clock is an hour fast
+// still shows the right time left.
+func TestPage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (-short)")
+	}
+	e := newEnv(t, 3, nil)
+	follower := e.Follower()
+	cs := e.Client(e.Leader(), false)
+	mustLease(t, cs, "default", "alpha", "a", 30, time.Now())
+
+	tb := openTab(t, e.pageURL(follower), tabOptions{})
+
+	t.Run("shows a Lease created through the API", func(t *testing.T) {
+		tb.t = t
+		tb.waitFor("row default/alpha", `!!document.querySelector(`+rowSelector("default/alpha")+`)`, 10*time.Second)
+		r, _ := rowOf(tb, "default/alpha")
+		if r.Holder != "a" || r.Status != "held" {
+			t.Fatalf("row %+v, want holder a, held", r)
+		}
+		// Created after the page opened: it comes by the watch.
+		mustLease(t, cs, "team-b", "late", "z", 30, time.Now())
+		tb.waitFor("row team-b/late", `!!document.querySelector(`+rowSelector("team-b/late")+`)`, 2*time.Second)
+	})
+
+	t.Run("time left counts down", func(t *testing.T) {
+		tb.t = t
+		// Once the offset is known well, it no longer moves the countdown.
+		tb.waitFor("a measured offset", `Number(document.documentElement.dataset.clockUncertainty) < 300`, 5*time.Second)
+		first, _ := rowOf(tb, "default/alpha")
+		time.Sleep(1200 * time.Millisecond)
+		second, _ := rowOf(tb, "default/alpha")
+		if first.LeftMs == nil || second.LeftMs == nil {
+			t.Fatalf("no time left: %+v, %+v", first, second)
+		}
+		d := *first.LeftMs - *second.LeftMs
+		if d < 1000 || d > 1600 {
+			t.Fatalf("time left went from %d to %d ms over 1.2 s", *first.LeftMs, *second.LeftMs)
+		}
+		if first.Left == second.Left {
+			t.Fatalf("the countdown's text did not move: %q", first.Left)
+		}
+		if *second.LeftMs > 30000 || *second.LeftMs < 20000 {
+			t.Fatalf("time left %d ms of a 30 s Lease renewed seconds ago", *second.LeftMs)
+		}
+	})
+
+	t.Run("a new holder reaches the history within a second", func(t *testing.T) {
+		tb.t = t
+		tb.click(`#rows .row[data-key="default/alpha"]`)
+		tb.waitFor("detail panel", `document.getElementById("detail").dataset.key === "default/alpha" && !!document.querySelector('#d-history li[data-holder="a"]')`, 2*time.Second)
+		l, err := cs.CoordinationV1().Leases("default").Get(ctxT(t, 5*time.Second), "alpha", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.HolderIdentity = ptr.To("b")
+		if _, err := cs.CoordinationV1().Leases("default").Update(ctxT(t, 5*time.Second), l, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		written := time.Now()
+		tb.waitFor("b in the history", `!!document.querySelector('#d-history li[data-holder="b"]')`, 3*time.Second)
+		latency := time.Since(written)
+		t.Logf("write answered → history shows the new holder: %v", latency.Round(time.Millisecond))
+		if latency > time.Second {
+			t.Fatalf("the new holder took %v to show, want under 1s", latency)
+		}
+		holders := eval[[]string](tb, `[...document.querySelectorAll("#d-history li")].map(li => li.dataset.holder)`)
+		if len(holders) != 2 || holders[0] != "b" || holders[1] != "a" {
+			t.Fatalf("history %q, want [b a] (newest first)", holders)
+		}
+		if segs := eval[int](tb, `document.querySelectorAll("#d-timeline .seg").length`); segs != 2 {
+			t.Fatalf("the timeline has %d segments, want 2", segs)
+		}
+		if r, _ := rowOf(tb, "default/alpha"); r.Holder != "b" {
+			t.Fatalf("the row's holder is %q, want b", r.Holder)
+		}
+	})
+
+	t.Run("expired and never-held Leases are marked", func(t *testing.T) {
+		tb.t = t
+		mustLease(t, cs, "default", "gone", "old-holder", 10, time.Now().Add(-time.Hour))
+		mustLease(t, cs, "default", "idle", "", 0, time.Time{})
+		tb.waitFor("both rows", `!!document.querySelector(`+rowSelector("default/gone")+`) && !!document.querySelector(`+rowSelector("default/idle")+`)`, 2*time.Second)
+		gone, _ := rowOf(tb, "default/gone")
+		idle, _ := rowOf(tb, "default/idle")
+		if gone.Status != "expired" || gone.Left != "expired" || gone.LeftMs == nil || *gone.LeftMs > -3500000 {
+			t.Fatalf("expired Lease shows %+v", gone)
+		}
+		if idle.Status != "never" || idle.Holder != "—" {
+			t.Fatalf("never-held Lease shows %+v", idle)
+		}
+		if alive, _ := rowOf(tb, "default/alpha"); alive.Status != "held" {
+			t.Fatalf("held Lease shows %+v", alive)
+		}
+		badges := eval[string](tb, `document.querySelector(`+rowSelector("default/gone")+`).querySelector(".badge").textContent + "," +
+			document.querySelector(`+rowSelector("default/idle")+`).querySelector(".badge").textContent`)
+		if badges != "expired,never held" {
+			t.Fatalf("badges %q", badges)
+		}
+		// The status filter finds them.
+		eval[bool](tb, `(() => { const s = document.getElementById("status-filter"); s.value = "expired"; s.dispatchEvent(new Event("input")); return true; })()`)
+		tb.waitFor("only the expired Lease", `[...document.querySelectorAll("#rows .row")].map(r => r.dataset.key).join() === "default/gone"`, 2*time.Second)
+		eval[bool](tb, `(() => { const s = document.getElementById("status-filter"); s.value = ""; s.dispatchEvent(new Event("input")); return true; })()`)
+	})
+
+	t.Run("cluster panel", func(t *testing.T) {
+		tb.t = t
+		leader := e.Nodes[e.Leader()]
+		st := leader.Raft().Status()
+		tb.waitFor("three members and the leader", fmt.Sprintf(`document.querySelectorAll("#members tbody tr").length === 3 && document.getElementById("cluster").dataset.leader === %s`, jsString(leader.Name)), 5*time.Second)
+		term := eval[string](tb, `document.getElementById("cluster").dataset.term`)
+		if term != strconv.FormatUint(st.Term, 10) {
+			t.Fatalf("term %s, want %d", term, st.Term)
+		}
+		self := e.Nodes[follower].Name
+		ready := eval[string](tb, fmt.Sprintf(`document.querySelector('#members tr[data-member=%s]').dataset.ready`, jsString(self)))
+		if ready != "true" {
+			t.Fatalf("this node (%s) shows ready=%q", self, ready)
+		}
+		states := eval[map[string]string](tb, `Object.fromEntries([...document.querySelectorAll("#members tbody tr")].map(r => [r.dataset.member, r.dataset.state]))`)
+		if states[leader.Name] != "leader" || states[self] != "follower" {
+			t.Fatalf("member states %v, want %s leader and %s follower", states, leader.Name, self)
+		}
+		summary := eval[string](tb, `document.getElementById("node-summary").textContent`)
+		if !contains(summary, self, "leader "+leader.Name) {
+			t.Fatalf("header %q", summary)
+		}
+	})
+
+	t.Run("a browser clock an hour fast", func(t *testing.T) {
+		tb.t = t
+		renewed := time.Now()
+		mustLease(t, cs, "default", "skew", "s", 3600, renewed)
+		fast := openTab(t, e.pageURL(follower), tabOptions{shiftClock: time.Hour})
+		fast.waitFor("row default/skew", `!!document.querySelector(`+rowSelector("default/skew")+`)`, 10*time.Second)
+		fast.waitFor("a measured offset", `Number(document.documentElement.dataset.clockUncertainty) < 600`, 5*time.Second)
+		offset := eval[string](fast, `document.documentElement.dataset.clockOffset`)
+		ms, _ := strconv.Atoi(offset)
+		if ms > -3600000+1000 || ms < -3600000-1000 {
+			t.Fatalf("clock offset %d ms, want about -3600000", ms)
+		}
+		if now := eval[float64](fast, `Date.now()`); time.Until(time.UnixMilli(int64(now))) < 59*time.Minute {
+			t.Fatalf("the page's clock is not shifted (%v)", time.UnixMilli(int64(now)))
+		}
+		r, _ := rowOf(fast, "default/skew")
+		want := time.Until(renewed.Add(time.Hour)).Milliseconds()
+		if r.LeftMs == nil || *r.LeftMs-want > 1000 || want-*r.LeftMs > 1000 {
+			t.Fatalf("time left %v ms, want %d±1000 (server clock)", r.LeftMs, want)
+		}
+		if r.Status != "held" {
+			t.Fatalf("the Lease shows %q on a fast browser", r.Status)
+		}
+		if c := eval[string](fast, `document.getElementById("clock").textContent`); !contains(c, "ahead") {
+			t.Fatalf("the clock note says %q", c)
+		}
+		t.Logf("measured offset %d ms (±%s ms)", ms, eval[string](fast, `document.documentElement.dataset.clockUncertainty`))
+	})
+
+	t.Run("candidates and the coordinated election's pick", func(t *testing.T) {
+		tb.t = t
+		electionAgrees(t, e, tb)
+	})
+}
+
+// electionAgrees runs the election controller over random candidates of a
+// dozen Leases and checks that the page marks, for each, the candidate the
+// controller elected.
+func electionAgrees(t *testing.T, e *env, tb *tab) {
+	t.Helper()
+	const ns = "elect"
+	cs := e.Client(e.Leader(), false)
+	versions := []string{"1.30.0", "1.30.1", "1.31.0-alpha.1", "1.31.0-alpha.2", "1.31.0-alpha.10", "1.31.0-beta.0",
+		"1.31.0-rc.1", "1.31.0", "1.31.0+build.5", "1.32.0"}
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	seed := rnd.Uint64()
+	rnd = rand.New(rand.NewPCG(seed, 7))
+	t.Logf("candidate seed %d", seed)
+	const leases = 12
+	// Candidates are made in two waves a second apart, so that within a
+	// Lease some differ in creationTimestamp and some tie on it.
+	var waves [2][]*coordinationv1beta1.LeaseCandidate
+	for i := range leases {
+		for j := range 2 + rnd.IntN(3) {
+			ei, bi := rnd.IntN(len(versions)), rnd.IntN(len(versions))
+			if ei > bi {
+				ei, bi = bi, ei // binaryVersion >= emulationVersion
+			}
+			w := rnd.IntN(2)
+			waves[w] = append(waves[w], &coordinationv1beta1.LeaseCandidate{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("l%d-c%d", i, rnd.IntN(100)*10+j)},
+				Spec: coordinationv1beta1.LeaseCandidateSpec{
+					LeaseName: fmt.Sprintf("l%d", i), EmulationVersion: versions[ei], BinaryVersion: versions[bi],
+					Strategy: coordinationv1.OldestEmulationVersion,
+				},
+			})
+		}
+	}
+	for w, wave := range waves {
+		if w > 0 {
+			time.Sleep(1100 * time.Millisecond)
+		}
+		for _, c := range wave {
+			c.Spec.RenewTime = micro(time.Now())
+			if _, err := cs.CoordinationV1beta1().LeaseCandidates(ns).Create(ctxT(t, 5*time.Second), c, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// The controller starts once every candidate is there, so that its
+	// first choice is its final one.
+	leader := e.Leader()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctl := election.New(election.Config{Store: e.store(leader), Node: e.Nodes[leader].Raft(), PingWindow: time.Minute, LeaseDuration: time.Hour})
+	done := make(chan struct{})
+	go func() { ctl.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	holders := map[string]string{}
+	if !testcluster.WaitFor(context.Background(), 15*time.Second, func() bool {
+		list, err := cs.CoordinationV1().Leases(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return false
+		}
+		for _, l := range list.Items {
+			if h := ptr.Deref(l.Spec.HolderIdentity, ""); h != "" {
+				holders[l.Name] = h
+			}
+		}
+		return len(holders) == leases
+	}) {
+		t.Fatalf("the controller elected %d of %d Leases", len(holders), leases)
+	}
+	eval[bool](tb, `(() => { const s = document.getElementById("ns-filter"); s.value = "elect"; s.dispatchEvent(new Event("input")); return true; })()`)
+	defer eval[bool](tb, `(() => { const s = document.getElementById("ns-filter"); s.value = ""; s.dispatchEvent(new Event("input")); return true; })()`)
+	names := make([]string, 0, len(holders))
+	for n := range holders {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		key := ns + "/" + name
+		tb.waitFor("row "+key, `!!document.querySelector(`+rowSelector(key)+`)`, 5*time.Second)
+		tb.click(`#rows .row[data-key="` + key + `"]`)
+		tb.waitFor("the candidates of "+key, fmt.Sprintf(`document.getElementById("detail").dataset.key === %s && document.getElementById("d-election").dataset.pick !== ""`, jsString(key)), 3*time.Second)
+		pick := eval[string](tb, `document.getElementById("d-election").dataset.pick`)
+		marked := eval[string](tb, `[...document.querySelectorAll("#d-candidates tr.pick")].map(r => r.dataset.candidate).join()`)
+		if pick != holders[name] || marked != pick {
+			t.Errorf("%s: the page picks %q (marked %q), the controller elected %q\n%s", key, pick, marked, holders[name],
+				eval[string](tb, `document.getElementById("d-candidates").innerText`))
+		}
+	}
+}
+
+// TestPage_Login: with token authentication, the page asks for a token on
+// 401, refuses a wrong one, shows the Leases with the right one, and keeps
+// it for the tab only.
+func TestPage_Login(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (-short)")
+	}
+	const token = "ui-viewer-token"
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+",viewer,u-viewer,system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Config{TokenAuthFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 1, func(_ string, cfg *httpapi.Config) { cfg.Authenticator = authn })
+	cfg := e.Config(0, false)
+	cfg.BearerToken = token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustLease(t, cs, "secure", "guarded", "keeper", 60, time.Now())
+
+	tb := openTab(t, e.pageURL(0), tabOptions{})
+	tb.waitFor("the login box", `!document.getElementById("login").hidden`, 10*time.Second)
+	if n := eval[int](tb, `document.querySelectorAll("#rows .row").length`); n != 0 {
+		t.Fatalf("%d rows shown before signing in", n)
+	}
+	signIn := func(tok string) {
+		eval[bool](tb, fmt.Sprintf(`(() => { document.getElementById("token").value = %s; document.getElementById("login-form").requestSubmit(); return true; })()`, jsString(tok)))
+	}
+	signIn("not-a-token")
+	tb.waitFor("the refusal", `!document.getElementById("login").hidden && !document.getElementById("login-error").hidden`, 5*time.Second)
+	if s := eval[string](tb, `sessionStorage.getItem("leasehold.token") || ""`); s != "" {
+		t.Fatalf("a refused token stays in sessionStorage: %q", s)
+	}
+	signIn(token)
+	tb.waitFor("the Lease", `!!document.querySelector(`+rowSelector("secure/guarded")+`) && document.getElementById("login").hidden`, 5*time.Second)
+	if s := eval[string](tb, `sessionStorage.getItem("leasehold.token") + "|" + localStorage.length + "|" + document.cookie`); s != token+"|0|" {
+		t.Fatalf("storage after signing in: %q, want the token in sessionStorage only", s)
+	}
+	// Live with the token: a watch event arrives.
+	mustLease(t, cs, "secure", "second", "keeper", 60, time.Now())
+	tb.waitFor("the second Lease", `!!document.querySelector(`+rowSelector("secure/second")+`)`, 3*time.Second)
+	// A reload in the same tab keeps the token; a new tab asks again.
+	tb.reload()
+	tb.waitFor("the Lease after a reload", `!!document.querySelector(`+rowSelector("secure/guarded")+`) && document.getElementById("login").hidden`, 10*time.Second)
+	other := openTab(t, e.pageURL(0), tabOptions{})
+	other.waitFor("the login box in a new tab", `!document.getElementById("login").hidden`, 10*time.Second)
+}
