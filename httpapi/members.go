@@ -156,7 +156,13 @@ func (s *Server) leaderTransfer(w http.ResponseWriter, req *http.Request) {
 		s.writeError(w, req, membershipError(err, tr.Name))
 		return
 	}
-	to, _ := s.node.Leader()
+	// Answer with the new leader once this node knows it.
+	var to string
+	for deadline := time.Now().Add(s.writeTimeout); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if to, _ = s.node.Leader(); to != "" && to != from {
+			break
+		}
+	}
 	writeJSON(w, req, http.StatusOK, map[string]string{"from": from, "to": to})
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -135,18 +136,34 @@ func (c *apiClient) do(ctx context.Context, method, endpoint, path string, body 
 
 // call sends a request and decodes a 2xx JSON answer into out (if not
 // nil); any other answer is an error carrying the server's message.
+// A 503 with Retry-After (no leader for the moment, a leader that has
+// not yet checked its members) is retried, as client-go does, until ctx
+// ends.
 func (c *apiClient) call(ctx context.Context, method, endpoint, path string, body, out any) error {
-	resp, err := c.do(ctx, method, endpoint, path, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return responseError(resp.StatusCode, data)
+	var data []byte
+	for {
+		resp, err := c.do(ctx, method, endpoint, path, body)
+		if err != nil {
+			return err
+		}
+		data, err = io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+		resp.Body.Close()
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode/100 == 2 {
+			break
+		}
+		err = responseError(resp.StatusCode, data)
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || wait <= 0 {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(min(wait, 1)) * time.Second):
+		}
 	}
 	if out == nil {
 		return nil
