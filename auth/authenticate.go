@@ -86,7 +86,15 @@ func NewAuthenticator(c Config) (*Authenticator, error) {
 			return nil, fmt.Errorf("peer CA file: %w", err)
 		}
 		opts := x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-		certs = append(certs, x509request.New(opts, peerUser(c.PeerAllowedCN)))
+		peer := x509request.New(opts, peerUser(c.PeerAllowedCN))
+		if c.PeerAllowedCN != "" {
+			// One CA may sign both client and peer certificates (as
+			// leaseholdctl certs init does): the peer CN then decides,
+			// before the client CA would take a member for a user.
+			certs = append([]authenticator.Request{peer}, certs...)
+		} else {
+			certs = append(certs, peer)
+		}
 	}
 	if c.ClientCAFile != "" || c.PeerCAFile != "" {
 		// The TLS server asks for certificates of either CA: a client

@@ -82,3 +82,20 @@ func TestPeerCertificates(t *testing.T) {
 		t.Errorf("admin: %d %v", code, err)
 	}
 }
+
+// TestOneCAForClientsAndPeers: with one CA for both (leaseholdctl certs
+// init makes one), the peer CN is a member, any other CN a user.
+func TestOneCAForClientsAndPeers(t *testing.T) {
+	ca := testpki.NewCA(t)
+	a, err := NewAuthenticator(Config{ClientCAFile: ca.CertFile, PeerCAFile: ca.CertFile, PeerAllowedCN: "leasehold-peer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cn, want := range map[string]string{"leasehold-peer": "system:leasehold:peer:leasehold-peer", "alice": "alice"} {
+		r := httptest.NewRequest("POST", "/cluster/join", nil)
+		r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{ca.Issue(t, cn, nil).Leaf}}
+		if u, err := a.Authenticate(r); err != nil || u.GetName() != want {
+			t.Errorf("CN %s: %v %v, want %s", cn, u, err, want)
+		}
+	}
+}
