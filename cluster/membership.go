@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/leasehold/leasehold/fsm"
 	"github.com/leasehold/leasehold/transport"
 )
 
@@ -205,7 +206,9 @@ func (n *Node) checkMembers() {
 		got[a.name] = a
 	}
 	commit := n.raft.CommitIndex()
+	level := n.FeatureLevel()
 	now := time.Now()
+	var tooOld []string
 
 	m := &n.members
 	m.mu.Lock()
@@ -229,6 +232,9 @@ func (n *Node) checkMembers() {
 			// its progress is unknown and it is never promoted by itself.
 			a.info, a.err = &transport.NodeInfo{Name: name, Version: "older release", Term: term, State: "follower"}, nil
 			h.info, h.lastOK, h.err, h.healthySince = a.info, now, "", time.Time{}
+			if level > 0 && s.Suffrage != raft.Voter {
+				tooOld = append(tooOld, name)
+			}
 			continue
 		}
 		if a.err != nil {
@@ -236,6 +242,10 @@ func (n *Node) checkMembers() {
 			continue
 		}
 		h.info, h.lastOK, h.err = a.info, now, ""
+		if a.info.FeatureLevel < level && s.Suffrage != raft.Voter {
+			tooOld = append(tooOld, name)
+			continue
+		}
 		if caughtUp(a.info, term, commit) {
 			if h.healthySince.IsZero() {
 				h.healthySince = now
@@ -255,6 +265,14 @@ func (n *Node) checkMembers() {
 	m.rounds++
 	m.mu.Unlock()
 
+	// A non-voter whose release cannot apply the cluster's level goes
+	// before it is sent what it would fail on.
+	for _, name := range tooOld {
+		n.removeTooOld(name, fmt.Errorf("%w: %s (level %d)", ErrReleaseTooOld, name, level))
+	}
+	if len(tooOld) > 0 {
+		return
+	}
 	// One promotion a round, conditional on the configuration it was
 	// judged in (raft-autopilot never changes more in one round).
 	if len(promote) > 0 {
@@ -369,6 +387,14 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr, apiURL string) err
 	for _, s := range conf.Servers {
 		switch {
 		case string(s.ID) == name && string(s.Address) == peerAddr:
+			// Added before it started (member add), now joining: its
+			// release can be asked only now.
+			if err := n.checkJoinerRelease(ctx, name, peerAddr); err != nil {
+				if s.Suffrage != raft.Voter {
+					n.removeTooOld(name, err)
+				}
+				return err
+			}
 			n.rememberAPIURL(name, apiURL)
 			return nil
 		case string(s.ID) == name:
@@ -376,6 +402,9 @@ func (n *Node) AddMember(ctx context.Context, name, peerAddr, apiURL string) err
 		case string(s.Address) == peerAddr:
 			return fmt.Errorf("%w: %s has peer address %s; remove it first", ErrMemberConflict, s.ID, peerAddr)
 		}
+	}
+	if err := n.checkJoinerRelease(ctx, name, peerAddr); err != nil {
+		return err
 	}
 	if err := raftErr(n.raft.AddNonvoter(raft.ServerID(name), raft.ServerAddress(peerAddr), confIndex, n.cfg.WriteTimeout).Error()); err != nil {
 		return err
@@ -600,15 +629,21 @@ func firstLines(s string) string {
 }
 
 // MaxFeatureLevel is the highest cluster feature level this release can
-// apply. Level 1: members describe themselves (NodeInfo). A release that
+// apply. Level 1: members describe themselves (NodeInfo), the log carries
+// the level (fsm.CmdFeatureLevel) and snapshots record it. A release that
 // adds a log command type or a snapshot format an older one cannot apply
 // raises it, and writes the new kind only once FeatureLevel reaches it,
 // so that no member is ever sent what it cannot apply (consul#2889).
 const MaxFeatureLevel = 1
 
-// updateFeatureLevel sets the cluster's feature level, on the leader, to
-// the lowest level any member reports: a member of a release before
-// NodeInfo, or one that has not answered this term, counts as 0.
+// ErrReleaseTooOld: a joiner's release cannot apply the cluster's level.
+var ErrReleaseTooOld = errors.New("the member's release cannot apply the cluster's feature level")
+
+// updateFeatureLevel raises the cluster's feature level, on the leader,
+// to the lowest level every member reports, once every member has
+// answered in this term: a member of a release before NodeInfo counts as
+// 0. The level is a log entry, so it never goes down, also across
+// leaders (etcd's cluster version does the same).
 func (n *Node) updateFeatureLevel() {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
@@ -630,12 +665,52 @@ func (n *Node) updateFeatureLevel() {
 		level = min(level, h.info.FeatureLevel)
 	}
 	m.mu.Unlock()
-	if old := n.featureLevel.Swap(level); old != level {
-		n.logger.Info("cluster feature level changed", "from", old, "to", level)
+	current := n.state.FeatureLevel()
+	if level <= current {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
+	defer cancel()
+	if _, err := n.Apply(ctx, &fsm.Command{Type: fsm.CmdFeatureLevel, Level: uint64(level)}); err != nil {
+		n.logger.Warn("could not raise the cluster feature level", "to", level, "error", err)
+		return
+	}
+	n.logger.Info("raised the cluster feature level", "from", current, "to", level)
+}
+
+// removeTooOld removes a non-voter whose release cannot apply the
+// cluster's feature level.
+func (n *Node) removeTooOld(name string, why error) {
+	n.logger.Error("removing a non-voter whose release is too old for the cluster", "member", name, "reason", why)
+	if err := n.raft.RemoveServer(raft.ServerID(name), 0, n.cfg.WriteTimeout).Error(); err != nil {
+		n.logger.Warn("could not remove the non-voter", "member", name, "error", err)
 	}
 }
 
-// FeatureLevel is the cluster's feature level as this node last computed
-// it as leader: what every member can apply. 0 until the leader has heard
-// from every member in its term.
-func (n *Node) FeatureLevel() uint32 { return n.featureLevel.Load() }
+// FeatureLevel is the cluster's feature level: what every member can
+// apply, as the log says. It only grows.
+func (n *Node) FeatureLevel() uint32 { return n.state.FeatureLevel() }
+
+// checkJoinerRelease refuses a joiner that answers with a release below
+// the cluster's feature level (or one before levels): it could not apply
+// the log or the snapshot it would be sent. A joiner that cannot be asked
+// yet (not started) is let in: a release with levels checks the cluster
+// itself when it joins.
+func (n *Node) checkJoinerRelease(ctx context.Context, name, peerAddr string) error {
+	level := n.FeatureLevel()
+	if level == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, memberCallTimeout)
+	defer cancel()
+	info, err := n.client.NodeInfo(ctx, peerAddr)
+	switch {
+	case errors.Is(err, transport.ErrUnsupported):
+		return fmt.Errorf("%w: %s runs a release before feature levels; the cluster is at level %d", ErrReleaseTooOld, name, level)
+	case err != nil:
+		return nil
+	case info.FeatureLevel < level:
+		return fmt.Errorf("%w: %s (%s) applies up to level %d; the cluster is at level %d", ErrReleaseTooOld, name, info.Version, info.FeatureLevel, level)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/leasehold/leasehold/transport"
 )
 
 // healthRounds waits until the leader has checked its members twice in
@@ -203,5 +206,69 @@ func TestTransferLeadership(t *testing.T) {
 	waitFor(t, waitTimeout, "the named voter leads", func() bool { return c.node(to).IsLeader() })
 	if err := c.node(l).TransferLeadership(opCtx(t), ""); !errors.Is(err, ErrNotLeader) {
 		t.Errorf("transfer from a follower: %v", err)
+	}
+}
+
+// TestFeatureLevelRaisedAndKept: once every member has answered, the
+// leader raises the level to what all of them apply, through the log, so
+// every node has it; a new leader keeps it; it never goes down.
+func TestFeatureLevelRaisedAndKept(t *testing.T) {
+	c := newCluster(t, 3)
+	l := c.waitAllReady()
+	waitFor(t, waitTimeout+3*memberCheckInterval, "level raised on every node", func() bool {
+		for _, i := range c.running() {
+			if c.node(i).FeatureLevel() != MaxFeatureLevel {
+				return false
+			}
+		}
+		return true
+	})
+	c.stop(l)
+	next := c.waitLeader()
+	if got := c.node(next).FeatureLevel(); got != MaxFeatureLevel {
+		t.Errorf("the next leader's level: %d", got)
+	}
+	// One member down: the new leader cannot ask it, yet the level stays.
+	time.Sleep(2 * memberCheckInterval)
+	if got := c.node(next).FeatureLevel(); got != MaxFeatureLevel {
+		t.Errorf("the level went down to %d with a member unreachable", got)
+	}
+}
+
+// oldRelease answers peer calls as a release whose highest feature level
+// is 0 would.
+type oldRelease struct{}
+
+func (oldRelease) ForwardHTTP(context.Context, *transport.HTTPRequest) *transport.HTTPResponse {
+	return &transport.HTTPResponse{Status: 503}
+}
+func (oldRelease) ReadIndex(context.Context, transport.Asker) (uint64, error) {
+	return 0, transport.ErrNotLeader
+}
+func (oldRelease) Apply(context.Context, []byte) (uint64, []byte, error) {
+	return 0, nil, transport.ErrNotLeader
+}
+func (oldRelease) NodeInfo(context.Context) *transport.NodeInfo {
+	return &transport.NodeInfo{Name: "old", Version: "v0", FeatureLevel: 0}
+}
+
+// TestJoinerBelowTheLevelRefused: once the level is raised, a joiner whose
+// release cannot apply it is refused and the configuration is unchanged.
+func TestJoinerBelowTheLevelRefused(t *testing.T) {
+	c := newCluster(t, 3)
+	leader := c.node(c.waitAllReady())
+	waitFor(t, waitTimeout+3*memberCheckInterval, "level raised", func() bool { return leader.FeatureLevel() == MaxFeatureLevel })
+	m, err := transport.Listen(transport.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	m.Serve(oldRelease{})
+	err = leader.AddMember(opCtx(t), "old", m.Addr().String(), "")
+	if !errors.Is(err, ErrReleaseTooOld) {
+		t.Fatalf("adding a level-0 release to a level-%d cluster: %v", MaxFeatureLevel, err)
+	}
+	if _, ok := suffrageOf(leader, "old"); ok {
+		t.Error("the refused joiner is in the configuration")
 	}
 }

@@ -167,8 +167,7 @@ type Node struct {
 	readyReason string
 
 	// members is the leader's view of the members (membership.go).
-	members      members
-	featureLevel atomic.Uint32
+	members members
 	// removed is closed once the node learns it is no longer a member.
 	removed       chan struct{}
 	removedOnce   sync.Once

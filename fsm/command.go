@@ -22,6 +22,10 @@ const (
 	// CmdNoop changes nothing; a new leader commits one to learn that its
 	// commit index is current (see cluster's read index).
 	CmdNoop CommandType = 4
+	// CmdFeatureLevel raises the cluster feature level to Level (never
+	// lowers it). Skippable: a release before it ignores it, though by
+	// construction none is a member when it is written.
+	CmdFeatureLevel CommandType = skippable | 5
 
 	skippable CommandType = 0x80
 )
@@ -36,6 +40,8 @@ func (t CommandType) String() string {
 		return "delete"
 	case CmdNoop:
 		return "noop"
+	case CmdFeatureLevel:
+		return "feature-level"
 	}
 	return fmt.Sprintf("type-%d", uint8(t))
 }
@@ -58,6 +64,8 @@ type Command struct {
 	ExpectRV uint64
 	// ExpectUID, when set, must equal the stored object's uid.
 	ExpectUID string
+	// Level is CmdFeatureLevel's level.
+	Level uint64
 }
 
 // Payload layout after the type byte (version 1 of every type): a uvarint
@@ -71,6 +79,7 @@ const (
 	tagObject    = 4
 	tagExpectRV  = 5
 	tagExpectUID = 6
+	tagLevel     = 7
 )
 
 // Encode returns the log entry bytes for c.
@@ -96,6 +105,9 @@ func (c *Command) Encode() []byte {
 	}
 	if c.ExpectUID != "" {
 		add(tagExpectUID, c.ExpectUID)
+	}
+	if c.Level != 0 {
+		add(tagLevel, c.Level)
 	}
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	for _, f := range fields {
@@ -143,6 +155,12 @@ func DecodeCommand(data []byte) (*Command, error) {
 			}
 		case tagExpectUID:
 			c.ExpectUID = string(r.bytes())
+		case tagLevel:
+			inner := reader{b: r.bytes()}
+			c.Level = inner.uvarint()
+			if inner.err != nil && r.err == nil {
+				r.err = inner.err
+			}
 		default:
 			// Only a later version writes unknown tags; they are all
 			// length-prefixed.

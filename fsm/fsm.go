@@ -186,6 +186,12 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		return &Result{Object: tomb}
 	case CmdNoop:
 		return &Result{}
+	case CmdFeatureLevel:
+		if cmd.Level > uint64(^uint32(0)) {
+			panic(fmt.Sprintf("fsm: entry %d: feature level %d out of range", l.Index, cmd.Level))
+		}
+		txn.RaiseFeatureLevel(uint32(cmd.Level))
+		return &Result{}
 	}
 	if cmd.Type&skippable != 0 {
 		f.logger.Warn("skipping unknown command", "type", uint8(cmd.Type), "index", l.Index)

@@ -46,6 +46,11 @@ const (
 	recEvent  = 2 // a history event
 	recIndex  = 3 // applied index and history's dropped RV
 	recEnd    = 4
+	// recFeatureLevel, written only when the level is above 0, holds the
+	// cluster feature level: a release before levels fails on it, as it
+	// must, since such a release is never a member of a cluster at a
+	// level above 0.
+	recFeatureLevel = 5
 
 	// maxRecord bounds one record; objects are limited to 3 MiB on the API.
 	maxRecord = 64 << 20
@@ -55,7 +60,7 @@ const (
 // (the store hands out immutable views). Persist runs concurrently.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	objs, history, dropped, applied := f.state.Dump()
-	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied}, nil
+	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: f.state.FeatureLevel()}, nil
 }
 
 type snapshot struct {
@@ -63,6 +68,7 @@ type snapshot struct {
 	history *state.HistoryDump
 	dropped uint64
 	applied uint64
+	level   uint32
 }
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
@@ -117,6 +123,12 @@ func (s *snapshot) write(w io.Writer) error {
 	rec = binary.AppendUvarint(rec, s.dropped)
 	if err := put(recIndex); err != nil {
 		return err
+	}
+	if s.level > 0 {
+		rec = binary.AppendUvarint(rec[:0], uint64(s.level))
+		if err := put(recFeatureLevel); err != nil {
+			return err
+		}
 	}
 	var err error
 	versions := versionWriter{last: make(map[state.Key]writtenVersion, len(s.objs)), copies: storedCopies{}}
@@ -301,6 +313,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		objs             []*state.Object
 		applied, dropped uint64
 		sawIndex         bool
+		level            uint64
 	)
 	versions := versionReader{f: f, format: format}
 	if format == 1 {
@@ -327,6 +340,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		case recIndex:
 			applied, dropped = r.uvarint(), r.uvarint()
 			sawIndex = true
+		case recFeatureLevel:
+			if level = r.uvarint(); level > uint64(^uint32(0)) {
+				return fmt.Errorf("restore: feature level %d out of range", level)
+			}
 		case recObject:
 			o, err := versions.next(r, true)
 			if err != nil {
@@ -369,6 +386,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 				}
 			}
 			f.state.Replace(objs, events, dropped, applied)
+			f.state.SetFeatureLevel(uint32(level))
 			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
 			return nil
 		default:

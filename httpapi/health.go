@@ -36,4 +36,3 @@ func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) clusterStatus(w http.ResponseWriter, req *http.Request) {
 	writeJSON(w, req, http.StatusOK, s.node.Status())
 }
-

@@ -174,7 +174,7 @@ func membershipError(err error, name string) error {
 		return registry.NotLeader("this node no longer leads, please retry")
 	case errors.Is(err, cluster.ErrUnknownMember):
 		return apierrors.NewNotFound(clusterMembers, name)
-	case errors.Is(err, cluster.ErrMemberConflict), errors.Is(err, cluster.ErrUnsafeRemoval), errors.Is(err, cluster.ErrNotCaughtUp):
+	case errors.Is(err, cluster.ErrMemberConflict), errors.Is(err, cluster.ErrUnsafeRemoval), errors.Is(err, cluster.ErrNotCaughtUp), errors.Is(err, cluster.ErrReleaseTooOld):
 		return apierrors.NewConflict(clusterMembers, name, err)
 	case errors.Is(err, cluster.ErrHealthUnknown):
 		return registry.Unavailable(err.Error())

@@ -127,6 +127,9 @@ type Store struct {
 	// derived from a rarely written resource can be kept until it changes.
 	changed    map[string]uint64
 	replacedAt uint64
+	// featureLevel is the cluster feature level the log has raised the
+	// state to (see cluster.MaxFeatureLevel); it never goes down.
+	featureLevel uint32
 }
 
 // Config bounds what the store retains.
@@ -251,6 +254,29 @@ func (s *Store) ChangedAt(resource string) uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return max(s.changed[resource], s.replacedAt)
+}
+
+// FeatureLevel is the cluster feature level the applied log raised the
+// state to.
+func (s *Store) FeatureLevel() uint32 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.featureLevel
+}
+
+// SetFeatureLevel sets the level of a state just restored from a
+// snapshot (after Replace).
+func (s *Store) SetFeatureLevel(level uint32) {
+	s.mu.Lock()
+	s.featureLevel = level
+	s.mu.Unlock()
+}
+
+// RaiseFeatureLevel raises the feature level to level when the commit
+// publishes; a lower or equal level changes nothing. Only the FSM
+// goroutine reads featureLevel outside the lock.
+func (t *Txn) RaiseFeatureLevel(level uint32) {
+	t.level = max(t.level, level)
 }
 
 // Snapshot returns a read view of the latest applied state.
@@ -419,6 +445,7 @@ func (sn *Snapshot) Count(resource string) int {
 type Txn struct {
 	s       *Store
 	root    *node
+	level   uint32 // a feature level raised in this batch, or 0
 	changed bool
 	views   []view
 	events  []Event
@@ -490,6 +517,7 @@ func (t *Txn) Commit(idx uint64) {
 	for _, e := range t.events {
 		s.changed[e.Object.Resource] = idx
 	}
+	s.featureLevel = max(s.featureLevel, t.level)
 	s.history.append(t.events)
 	// A view the history can no longer serve must not keep old objects.
 	s.rebuilt.dropBefore(s.history.dropped)
