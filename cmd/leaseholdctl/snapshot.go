@@ -100,19 +100,34 @@ func (c *apiClient) download(ctx context.Context, endpoint, path string) (anothe
 	timer := time.AfterFunc(c.timeout, func() { idle.Store(true); cancel() })
 	defer timer.Stop()
 	defer func() {
-		if err != nil && idle.Load() {
+		if err != nil && idle.Load() && errors.Is(err, context.Canceled) {
 			err = fmt.Errorf("%s: nothing received for %v", endpoint, c.timeout)
 		}
 	}()
-	resp, err := c.do(ctx, http.MethodGet, endpoint, "/cluster/snapshot", nil)
-	if err != nil {
-		return true, err
+	var resp *http.Response
+	for {
+		if resp, err = c.do(ctx, http.MethodGet, endpoint, "/cluster/snapshot", nil); err != nil {
+			return true, err
+		}
+		if resp.StatusCode == http.StatusOK {
+			break
+		}
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		err = fmt.Errorf("%s: %w", endpoint, responseError(resp.StatusCode, data))
+		// A 503 with Retry-After (no leader at the moment) is retried
+		// within the timeout, as the other cluster commands do.
+		wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusServiceUnavailable || wait <= 0 {
+			return resp.StatusCode/100 != 4, err
+		}
+		select {
+		case <-ctx.Done():
+			return true, err
+		case <-time.After(time.Second):
+		}
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return resp.StatusCode/100 != 4, fmt.Errorf("%s: %w", endpoint, responseError(resp.StatusCode, data))
-	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
 		return false, err
