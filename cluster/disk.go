@@ -134,6 +134,14 @@ type disk struct {
 	closing <-chan struct{}
 	// free reports the free space of the data directory (statfs).
 	free func(dir string) (uint64, error)
+	// retry is how often a held stable store write tries again while the
+	// disk has no space.
+	retry time.Duration
+	// appendFailed, if set, is called when a log write fails for a
+	// stalled or full disk, before the caller learns it.
+	appendFailed func()
+	// handingOver is set while appendFailed's hand-over runs.
+	handingOver atomic.Bool
 
 	writeSeconds *prometheus.HistogramVec // by op
 	writeErrors  *prometheus.CounterVec   // by reason
@@ -152,12 +160,15 @@ type disk struct {
 	// stalledSince is when the oldest overdue or abandoned write began.
 	stalledSince time.Time
 	// noSpace is the error of the last write that failed for lack of
-	// space, until a write succeeds; lowSpace the free space when it was
-	// under diskReserve at the last probe (0 otherwise).
-	noSpace   error
-	lowSpace  uint64
-	fullSince time.Time
-	lastOK    time.Time // the last write that succeeded
+	// space, until a write succeeds that shows space has returned (see
+	// ended); noSpaceLog says whether it was a log write. lowSpace is the
+	// free space when it was under diskReserve at the last probe (0
+	// otherwise).
+	noSpace    error
+	noSpaceLog bool
+	lowSpace   uint64
+	fullSince  time.Time
+	lastOK     time.Time // the last write that succeeded
 }
 
 // Values of leasehold_disk_write_seconds' op label and
@@ -169,7 +180,7 @@ var (
 
 func newDisk(name, dir string, timeout time.Duration, logger hclog.Logger, closing <-chan struct{}) *disk {
 	d := &disk{
-		name: name, dir: dir, timeout: timeout, logger: logger, closing: closing, free: freeSpace,
+		name: name, dir: dir, timeout: timeout, logger: logger, closing: closing, free: freeSpace, retry: diskProbeInterval,
 		writeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "leasehold_disk_write_seconds",
 			Help:    "Writes to raft.db (append: log entries, delete: log entries removed, stable: term and vote, probe: the idle node's check), from start to end, abandoned ones included once they end.",
@@ -195,8 +206,12 @@ func (d *disk) stalledLocked() error {
 	if d.abandoned == 0 && d.overdue == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w: a write to raft.db has not finished for %v (the bound is %v)",
-		ErrDiskStalled, time.Since(d.stalledSince).Round(time.Millisecond), d.timeout)
+	return fmt.Errorf("%w: %s", ErrDiskStalled, d.stallTextLocked())
+}
+
+func (d *disk) stallTextLocked() string {
+	return fmt.Sprintf("a write to raft.db has not finished for %v (the bound is %v)",
+		time.Since(d.stalledSince).Round(100*time.Millisecond), d.timeout)
 }
 
 // stall records a write past the deadline; abandoned says whether its
@@ -239,11 +254,18 @@ func (d *disk) unstallLocked(abandoned bool) {
 // (counted is false): its timeout was.
 func (d *disk) ended(op string, start time.Time, err error, counted bool) error {
 	d.writeSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+	logOp := op == "append"
 	switch {
 	case err == nil:
 		d.mu.Lock()
 		d.lastOK = time.Now()
-		if d.noSpace != nil {
+		// A small write may fit where appending to the log does not
+		// (bbolt reuses the pages it freed), so only an append clears what
+		// an append found. Raft appends again soon enough: a follower on
+		// the leader's next AppendEntries, a node elected leader at once
+		// (its term's first entry), and a leader whose append failed no
+		// longer leads.
+		if d.noSpace != nil && (logOp || !d.noSpaceLog) {
 			d.noSpace = nil
 			d.logger.Info("disk takes writes again")
 			d.updateFullLocked()
@@ -258,7 +280,7 @@ func (d *disk) ended(op string, start time.Time, err error, counted bool) error 
 		if d.noSpace == nil {
 			d.logger.Error("disk full: a write to raft.db failed; the leader refuses writes until space is freed", "op", op, "error", err)
 		}
-		d.noSpace = err
+		d.noSpace, d.noSpaceLog = err, logOp
 		d.updateFullLocked()
 		d.mu.Unlock()
 		return &spaceError{msg: fmt.Sprintf("%v: %s cannot write its raft log: %v", ErrDiskFull, d.name, errnoText(err)), cause: err}
@@ -300,6 +322,7 @@ func (d *disk) timed(op string, write, undo func() error) error {
 	d.mu.Unlock()
 	if err != nil {
 		d.writeErrors.WithLabelValues("timeout").Inc()
+		d.failed(op)
 		return err
 	}
 	start := time.Now()
@@ -309,7 +332,11 @@ func (d *disk) timed(op string, write, undo func() error) error {
 	select {
 	case err := <-done:
 		timer.Stop()
-		return d.ended(op, start, err, true)
+		err = d.ended(op, start, err, true)
+		if errors.Is(err, ErrDiskFull) {
+			d.failed(op)
+		}
+		return err
 	case <-timer.C:
 	}
 	d.writeErrors.WithLabelValues("timeout").Inc()
@@ -327,7 +354,15 @@ func (d *disk) timed(op string, write, undo func() error) error {
 		d.unstallLocked(true)
 		d.mu.Unlock()
 	}()
+	d.failed(op)
 	return err
+}
+
+// failed tells appendFailed of a log write that failed for the disk.
+func (d *disk) failed(op string) {
+	if op == "append" && d.appendFailed != nil {
+		d.appendFailed()
+	}
 }
 
 // undo deletes what an abandoned log write stored, trying again until it
@@ -352,9 +387,10 @@ func (d *disk) undo(undo func() error) {
 // inline runs write in the caller, counting it as stalled once it is past
 // the deadline. A stable store write (hold) first waits for an abandoned
 // write to end and is retried while the disk has no space, until the node
-// stops; any other fails at once on a stalled disk.
+// stops (its error then makes raft panic, if it was the term: the process
+// was stopping anyway); any other fails at once on a stalled disk.
 func (d *disk) inline(op string, hold bool, write func() error) error {
-	for {
+	for last := false; ; {
 		d.mu.Lock()
 		idle := d.idle
 		err := d.stalledLocked()
@@ -391,13 +427,13 @@ func (d *disk) inline(op string, hold bool, write func() error) error {
 		}
 		d.mu.Unlock()
 		err = d.ended(op, start, werr, true)
-		if err == nil || !hold || !isNoSpace(werr) {
+		if err == nil || !hold || !isNoSpace(werr) || last {
 			return err
 		}
 		select {
 		case <-d.closing:
-			return err
-		case <-time.After(diskProbeInterval):
+			last = true // one more try: space may have returned meanwhile
+		case <-time.After(d.retry):
 		}
 	}
 }
@@ -406,8 +442,8 @@ func (d *disk) inline(op string, hold bool, write func() error) error {
 func (d *disk) health() (bool, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if err := d.stalledLocked(); err != nil {
-		return false, "disk stalled: " + err.Error()
+	if d.abandoned > 0 || d.overdue > 0 {
+		return false, "disk stalled: " + d.stallTextLocked()
 	}
 	if d.full.Load() {
 		return false, "disk full: " + d.fullReasonLocked()
@@ -556,7 +592,8 @@ func (s *diskStable) SetUint64(key []byte, val uint64) error {
 }
 
 // watchDisk probes the disk of a node that writes nothing, and hands
-// leadership over while this node leads on a full disk.
+// leadership over while this node leads on a stalled disk, or on a full
+// one for diskFullHandOver.
 func (n *Node) watchDisk(probe raft.StableStore) {
 	defer n.wg.Done()
 	t := time.NewTicker(diskProbeInterval)
@@ -568,22 +605,51 @@ func (n *Node) watchDisk(probe raft.StableStore) {
 		case <-t.C:
 		}
 		n.disk.probe(probe)
-		if n.raft.State() == raft.Leader && n.disk.fullFor() >= diskFullHandOver && !n.disk.stalled() {
-			n.handOverForSpace()
+		if n.raft.State() == raft.Leader && (n.disk.stalled() || n.disk.fullFor() >= diskFullHandOver) {
+			n.handOver()
 		}
 	}
 }
 
-// handOverForSpace transfers leadership to a voter that reports itself
-// ready (so its disk takes writes) in this term, the one that has applied
-// most; with none, this node goes on leading and refusing writes, and the
-// cluster stays readable.
-func (n *Node) handOverForSpace() {
+// appendFailed is called when a log write fails for a stalled or full
+// disk, before raft learns it. On the leader raft steps down at this error,
+// and its followers would wait out an election timeout, or more when this
+// node, which cannot store a vote, is one they ask; so once it has stepped
+// down it hands over at once.
+func (n *Node) appendFailed() {
+	if n.raft.State() != raft.Leader || !n.disk.handingOver.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.disk.handingOver.Store(false)
+		deadline := time.Now().Add(n.cfg.HeartbeatTimeout)
+		for n.raft.State() == raft.Leader {
+			if time.Now().After(deadline) {
+				return
+			}
+			select {
+			case <-n.stopCh:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		n.handOver()
+	}()
+}
+
+// handOver makes a voter that reports itself ready (so its disk takes
+// writes), the one with the longest log, the next leader: by raft's
+// leadership transfer while this node leads, or, once raft has stepped
+// this node down, by the TimeoutNow that such a transfer ends with, which
+// has the voter campaign at once, its votes granted though the others
+// still wait for this node. With no such voter this node does nothing: on
+// a full disk it goes on leading, refusing writes, and the cluster stays
+// readable.
+func (n *Node) handOver() {
 	f := n.raft.GetConfiguration()
 	if f.Error() != nil {
 		return
 	}
-	term := n.raft.CurrentTerm()
 	type answer struct {
 		s    raft.Server
 		info *transport.NodeInfo
@@ -596,7 +662,7 @@ func (n *Node) handOverForSpace() {
 		}
 		asked++
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), diskProbeInterval*4/5)
+			ctx, cancel := context.WithTimeout(context.Background(), n.cfg.HeartbeatTimeout/2)
 			defer cancel()
 			info, err := n.client.NodeInfo(ctx, string(s.Address))
 			if err != nil {
@@ -608,15 +674,31 @@ func (n *Node) handOverForSpace() {
 	var to *answer
 	for range asked {
 		a := <-answers
-		if a.info != nil && a.info.Ready && a.info.Term == term && (to == nil || a.info.AppliedIndex > to.info.AppliedIndex) {
+		// A voter that follows another leader already needs no push.
+		if a.info == nil || !a.info.Ready || (a.info.Leader != "" && a.info.Leader != n.cfg.Name) {
+			continue
+		}
+		if to == nil || a.info.LastIndex > to.info.LastIndex {
 			to = &a
 		}
 	}
 	if to == nil {
 		return
 	}
-	n.logger.Warn("disk full: handing leadership to a member whose disk takes writes", "to", to.s.ID)
-	if err := n.raft.LeadershipTransferToServer(to.s.ID, to.s.Address).Error(); err != nil {
-		n.logger.Warn("leadership transfer failed", "to", to.s.ID, "error", err)
+	_, why := n.disk.health()
+	n.logger.Warn("handing leadership to a member whose disk takes writes", "to", to.s.ID, "this_disk", why)
+	if n.raft.State() == raft.Leader {
+		if err := n.raft.LeadershipTransferToServer(to.s.ID, to.s.Address).Error(); err != nil {
+			n.logger.Warn("leadership transfer failed", "to", to.s.ID, "error", err)
+		}
+		return
+	}
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
+		ProtocolVersion: raft.ProtocolVersionMax,
+		ID:              []byte(n.cfg.Name),
+		Addr:            n.trans.EncodePeer(raft.ServerID(n.cfg.Name), n.trans.LocalAddr()),
+	}}
+	if err := n.trans.TimeoutNow(to.s.ID, to.s.Address, req, &raft.TimeoutNowResponse{}); err != nil {
+		n.logger.Warn("could not ask a member to campaign", "to", to.s.ID, "error", err)
 	}
 }

@@ -72,9 +72,9 @@ var forwardOutcomes = []string{"committed", "not_leader", "not_applied", "unreac
 
 // newForwardedCounter counts the writes a node that does not lead sent to
 // the leader, by outcome: committed, refused because the peer no longer
-// led (not_leader) or its queue was full (not_applied), the leader not
-// reached (unreachable; nothing sent), or no answer after sending
-// (unknown). The first three and unreachable wrote nothing.
+// led (not_leader) or its queue or its disk was full (not_applied), the
+// leader not reached (unreachable; nothing sent), or no answer after
+// sending (unknown). The first three and unreachable wrote nothing.
 func newForwardedCounter() *prometheus.CounterVec {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "leasehold_forwarded_writes_total",

@@ -230,6 +230,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		store = cfg.WrapRaftStore(store)
 	}
 	n.disk = newDisk(cfg.Name, cfg.DataDir, cfg.DiskStallTimeout, cfg.Logger.Named("disk"), n.stopCh)
+	n.disk.appendFailed = n.appendFailed
 	n.stable = &stableStore{StableStore: &diskStable{StableStore: store, d: n.disk}}
 	gate := &diskLog{LogStore: store, d: n.disk}
 	cache, err := raft.NewLogCache(512, newLogStore(gate))

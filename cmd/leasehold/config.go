@@ -45,6 +45,7 @@ type Config struct {
 	TrailingLogs      uint64        // --trailing-logs: log entries kept after a snapshot
 	HeartbeatTimeout  time.Duration // --raft-heartbeat-timeout (also the election timeout)
 	WriteTimeout      time.Duration // --write-timeout: how long a write waits for a leader (503), then for its commit (504)
+	DiskStallTimeout  time.Duration // --disk-stall-timeout: a leader whose write to raft.db takes longer steps down
 	DebugAddr         string        // --debug-addr HOST:PORT, "" = off: net/http/pprof
 	WatchHistory      uint64        // --watch-history: events kept for watch resume
 	WatchHistoryAge   time.Duration // --watch-history-age: how long an event stays resumable
@@ -74,6 +75,7 @@ const (
 	cfgDefaultTrailingLogs      = cluster.DefaultTrailingLogs
 	cfgDefaultHeartbeatTimeout  = cluster.DefaultHeartbeatTimeout
 	cfgDefaultWriteTimeout      = cluster.DefaultWriteTimeout
+	cfgDefaultDiskStallTimeout  = cluster.DefaultDiskStallTimeout
 	// And the watch history's to what the state store does.
 	cfgDefaultWatchHistory    = state.DefaultHistoryEvents
 	cfgDefaultWatchHistoryAge = state.DefaultHistoryAge
@@ -160,6 +162,8 @@ var cfgFlags = []cfgFlag{
 		usage: "Raft heartbeat timeout, also used as the election timeout (>= 5ms)"},
 	{name: "write-timeout", arg: "DURATION", def: cfgDefaultWriteTimeout.String(),
 		usage: "how long a write waits for a leader (then 503) and then for its commit (then 504, outcome unknown) (> 0)"},
+	{name: "disk-stall-timeout", arg: "DURATION", def: cfgDefaultDiskStallTimeout.String(),
+		usage: "a write to raft.db that takes longer fails: a leader steps down and the node reports not ready until the write ends (> 0)"},
 	{name: "debug-addr", arg: "HOST:PORT",
 		usage: "listen address for net/http/pprof; off when empty"},
 	{name: "watch-history", arg: "N", def: strconv.Itoa(cfgDefaultWatchHistory),
@@ -403,6 +407,9 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	if c.WriteTimeout, err = cfgParseDuration(src["write-timeout"], 0); err != nil {
+		return c, err
+	}
+	if c.DiskStallTimeout, err = cfgParseDuration(src["disk-stall-timeout"], 0); err != nil {
 		return c, err
 	}
 	if c.WatchHistory, err = cfgParseUint(src["watch-history"], 1); err != nil {

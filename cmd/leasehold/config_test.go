@@ -22,6 +22,7 @@ func defaultConfig() Config {
 		TrailingLogs:      10240,
 		HeartbeatTimeout:  time.Second,
 		WriteTimeout:      5 * time.Second,
+		DiskStallTimeout:  2 * time.Second,
 		WatchHistory:      100000,
 		WatchHistoryAge:   5 * time.Minute,
 
@@ -296,6 +297,7 @@ func TestParseConfigErrors(t *testing.T) {
 		{"heartbeat negative", []string{"--raft-heartbeat-timeout", "-1s"}, nil, []string{"--raft-heartbeat-timeout", "greater than 0"}},
 		{"heartbeat tiny", nil, []string{"LEASEHOLD_RAFT_HEARTBEAT_TIMEOUT=1ms"}, []string{"LEASEHOLD_RAFT_HEARTBEAT_TIMEOUT", "5ms"}},
 		{"write timeout zero", []string{"--write-timeout", "0"}, nil, []string{"--write-timeout", "greater than 0"}},
+		{"disk stall timeout zero", []string{"--disk-stall-timeout", "0"}, nil, []string{"--disk-stall-timeout", "greater than 0"}},
 		{"write timeout env", nil, []string{"LEASEHOLD_WRITE_TIMEOUT=soon"}, []string{"LEASEHOLD_WRITE_TIMEOUT", "soon"}},
 
 		{"ping window zero", []string{"--election-ping-window", "0s"}, nil, []string{"--election-ping-window", "greater than 0"}},
@@ -365,7 +367,7 @@ func TestFlagNames(t *testing.T) {
 		"service-account-key-file", "service-account-issuer", "api-audiences", "anonymous-auth", "authorization-mode",
 		"max-requests-inflight", "max-mutating-requests-inflight",
 		"peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-cert-allowed-cn",
-		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "debug-addr",
+		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "disk-stall-timeout", "debug-addr",
 		"watch-history", "watch-history-age",
 		"election-ping-window", "election-resync", "election-lease-duration", "candidate-gc-age"}
 	var got []string
@@ -398,7 +400,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		"max-requests-inflight": "23", "max-mutating-requests-inflight": "24",
 		"peer-cert-file": "pc", "peer-key-file": "pk", "peer-trusted-ca-file": "pca", "peer-cert-allowed-cn": "cn",
 		"snapshot-threshold": "11", "snapshot-interval": "12s", "trailing-logs": "13",
-		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "debug-addr": "127.0.0.1:16",
+		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "disk-stall-timeout": "3s", "debug-addr": "127.0.0.1:16",
 		"watch-history": "17", "watch-history-age": "18s",
 		"election-ping-window": "19s", "election-resync": "20s", "election-lease-duration": "21s", "candidate-gc-age": "22m",
 	}
@@ -424,7 +426,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		MaxRequestsInflight: 23, MaxMutatingRequestsInflight: 24,
 		PeerCertFile: "pc", PeerKeyFile: "pk", PeerTrustedCAFile: "pca", PeerCertAllowedCN: "cn",
 		SnapshotThreshold: 11, SnapshotInterval: 12 * time.Second, TrailingLogs: 13,
-		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DebugAddr: "127.0.0.1:16",
+		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DiskStallTimeout: 3 * time.Second, DebugAddr: "127.0.0.1:16",
 		WatchHistory: 17, WatchHistoryAge: 18 * time.Second,
 		ElectionPingWindow: 19 * time.Second, ElectionResync: 20 * time.Second,
 		ElectionLeaseDuration: 21 * time.Second, CandidateGCAge: 22 * time.Minute,

@@ -140,6 +140,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 		TrailingLogs:      cfg.TrailingLogs,
 		HeartbeatTimeout:  cfg.HeartbeatTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
+		DiskStallTimeout:  cfg.DiskStallTimeout,
 		State:             state.Config{HistoryEvents: int(cfg.WatchHistory), HistoryAge: cfg.WatchHistoryAge},
 		Logger:            logger,
 		Registerer:        reg,

@@ -43,6 +43,9 @@ type Options struct {
 	// API, if set, adjusts each member's API configuration before the API
 	// is built (authenticator, authorizer, limits).
 	API func(name string, cfg *httpapi.Config)
+	// Cluster, if set, adjusts each member's cluster configuration before
+	// the node starts (a sick disk, for one).
+	Cluster func(name string, cfg *cluster.Config)
 }
 
 // peerTLS is member name's peer TLS, nil for none.
@@ -124,7 +127,7 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 
 func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
 	logger := hclog.New(&hclog.LoggerOptions{Name: n.Name, Level: hclog.Warn, Output: testWriter{c.t}})
-	node, err := cluster.New(cluster.Config{
+	cfg := cluster.Config{
 		Name:              n.Name,
 		DataDir:           n.DataDir,
 		InitialCluster:    c.peers,
@@ -135,7 +138,11 @@ func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
 		WriteTimeout:      5 * time.Second,
 		State:             c.opts.State,
 		Logger:            logger,
-	}, mux)
+	}
+	if c.opts.Cluster != nil {
+		c.opts.Cluster(n.Name, &cfg)
+	}
+	node, err := cluster.New(cfg, mux)
 	if err != nil {
 		mux.Close()
 		ln.Close()
