@@ -172,7 +172,7 @@ func TestDamagedBackups(t *testing.T) {
 		meta Meta
 		body func(io.Writer) error
 	}{
-		"state not decodable": {Meta{Index: 12}, func(w io.Writer) error { _, err := w.Write([]byte("LHSNAP\x04garbage")); return err }},
+		"state not decodable":    {Meta{Index: 12}, func(w io.Writer) error { _, err := w.Write([]byte("LHSNAP\x04garbage")); return err }},
 		"state at another index": {Meta{Index: 11}, fsm.DumpState(st).Write},
 	} {
 		p := filepath.Join(t.TempDir(), "b.snap")

@@ -183,6 +183,7 @@ func TestSnapshotDamagedFile(t *testing.T) {
 }
 
 func TestSnapshotUsage(t *testing.T) {
+	t.Setenv("KUBECONFIG", "") // save without --endpoints names no cluster
 	file := filepath.Join(t.TempDir(), "x.snap")
 	for _, args := range [][]string{
 		{"snapshot"},
@@ -199,7 +200,6 @@ func TestSnapshotUsage(t *testing.T) {
 		{"snapshot", "restore", file, "--data-dir", "d", "--name", "a", "--initial-cluster", "a=http://127.0.0.1:1"},
 		{"snapshot", "restore", file, "--data-dir", "d", "--name", "a", "--initial-cluster", "a=127.0.0.1:1", "--bump-revision", "-1"},
 	} {
-		t.Setenv("KUBECONFIG", "")
 		if code, _, errOut := ctl(args...); code != 2 || !strings.Contains(errOut, "Usage:") {
 			t.Errorf("%q: exit %d: %s", args, code, errOut)
 		}
