@@ -24,8 +24,8 @@ import (
 // (hashicorp/raft#503). A write that fails instead makes the leader fail
 // the writes and step down (raft.go, dispatchLogs). So every write to
 // raft.db goes through a disk gate with a deadline: a log write that
-// misses it returns ErrDiskStalled and raft steps down, and a cluster whose
-// other nodes' disks work elects one of them.
+// misses it returns ErrDiskStalled, raft steps down, and the node has a
+// voter whose disk works campaign at once (appendFailed).
 //
 // The gate also notices a full disk (ENOSPC, EDQUOT, or less free space
 // than diskReserve): a leader whose disk is full refuses writes before
@@ -38,11 +38,12 @@ const (
 	// DefaultDiskStallTimeout bounds a write to raft.db. A healthy bbolt
 	// commit (two fdatasyncs) takes a fraction of a millisecond to tens of
 	// milliseconds under load, and etcd calls an fdatasync slow at 1 s, so
-	// 2 s is no ordinary slow write. A stall costs this much plus the
-	// followers' election timeout (one to two heartbeat timeouts) before
-	// another node leads: 3–4 s with the default 1 s heartbeat timeout,
-	// within the 5 s a write waits, so a write caught by the stall can
-	// still commit on the next leader.
+	// 2 s is no ordinary slow write. A stalled leader loses its leadership
+	// after this long, and another node leads a few round trips later
+	// (appendFailed; left to their election timeout, the followers would
+	// wait one to two heartbeat timeouts more, longer when they ask the
+	// stalled node for its vote): well within the 5 s a write waits, so a
+	// write caught by the stall still commits at the next leader.
 	DefaultDiskStallTimeout = 2 * time.Second
 	// diskProbeInterval is how often a node that has written nothing for
 	// that long writes a probe to raft.db and reads the free space: an idle
@@ -137,8 +138,8 @@ type disk struct {
 	// retry is how often a held stable store write tries again while the
 	// disk has no space.
 	retry time.Duration
-	// appendFailed, if set, is called when a log write fails for a
-	// stalled or full disk, before the caller learns it.
+	// appendFailed, if set, is called when a log write fails, before the
+	// caller learns it.
 	appendFailed func()
 	// handingOver is set while appendFailed's hand-over runs.
 	handingOver atomic.Bool
@@ -188,7 +189,7 @@ func newDisk(name, dir string, timeout time.Duration, logger hclog.Logger, closi
 		}, []string{"op"}),
 		writeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "leasehold_disk_write_errors_total",
-			Help: "Writes to raft.db that failed, by reason: timeout (past the stall timeout, or refused while an earlier write was), enospc (no space or quota), other.",
+			Help: "Writes to raft.db that failed, by reason: timeout (ran past the stall timeout, or refused while an earlier write did), enospc (no space or quota), other.",
 		}, []string{"reason"}),
 	}
 	for _, op := range diskOps {
@@ -332,8 +333,7 @@ func (d *disk) timed(op string, write, undo func() error) error {
 	select {
 	case err := <-done:
 		timer.Stop()
-		err = d.ended(op, start, err, true)
-		if errors.Is(err, ErrDiskFull) {
+		if err = d.ended(op, start, err, true); err != nil {
 			d.failed(op)
 		}
 		return err
@@ -358,7 +358,7 @@ func (d *disk) timed(op string, write, undo func() error) error {
 	return err
 }
 
-// failed tells appendFailed of a log write that failed for the disk.
+// failed tells appendFailed of a log write that failed.
 func (d *disk) failed(op string) {
 	if op == "append" && d.appendFailed != nil {
 		d.appendFailed()
