@@ -270,6 +270,8 @@ type procNode struct {
 	dataDir  string
 	logPath  string
 	args     []string
+	// bin is the binary the node runs; binPath when empty.
+	bin string
 
 	protoClient kubernetes.Interface
 	jsonClient  kubernetes.Interface
@@ -380,8 +382,12 @@ func (pc *procCluster) start(n *procNode) {
 	if err != nil {
 		pc.t.Fatal(err)
 	}
-	fmt.Fprintf(logf, "=== %s e2e: starting %s %s\n", time.Now().Format(time.RFC3339Nano), binPath, strings.Join(n.args, " "))
-	cmd := exec.Command(binPath, n.args...)
+	bin := binPath
+	if n.bin != "" {
+		bin = n.bin
+	}
+	fmt.Fprintf(logf, "=== %s e2e: starting %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(n.args, " "))
+	cmd := exec.Command(bin, n.args...)
 	cmd.Dir = pc.dir
 	cmd.Env = cleanEnv()
 	cmd.Stdout = logf
