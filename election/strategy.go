@@ -236,6 +236,11 @@ func compareVersions(a, b *version.Version) int {
 // negative when a is the better leader. Lower emulationVersion, then lower
 // binaryVersion, then older creationTimestamp; on a full tie a (the one
 // listed first) wins.
+//
+// The lease view (ui/assets/election.js) mirrors this ordering, with
+// parseTolerant, pickOldestEmulationVersion and resolveHighestBinaryVersion,
+// to show which candidate the election picks: change it with them (ui's
+// TestElectionJS and TestPage hold the two together).
 func compareCandidates(a, b *coordinationv1beta1.LeaseCandidate) int {
 	if c := compareVersions(parseVersionOrZero(a.Spec.EmulationVersion), parseVersionOrZero(b.Spec.EmulationVersion)); c != 0 {
 		return c

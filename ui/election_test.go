@@ -34,6 +34,7 @@ func TestElectionJS(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium (-short)")
 	}
+	t.Parallel()
 	srv := httptest.NewServer(ui.Handler())
 	defer srv.Close()
 	tb := openTab(t, srv.URL+"/ui/", tabOptions{})

@@ -16,10 +16,12 @@ import (
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/election"
+	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
 	"github.com/leasehold/leasehold/internal/testcluster"
 	"github.com/leasehold/leasehold/registry"
@@ -35,15 +37,22 @@ type env struct {
 
 func newEnv(t *testing.T, n int, api func(name string, cfg *httpapi.Config)) *env {
 	t.Helper()
+	return newEnvWith(t, n, testcluster.Options{API: api})
+}
+
+func newEnvWith(t *testing.T, n int, opts testcluster.Options) *env {
+	t.Helper()
 	e := &env{stores: map[string]*registry.Store{}}
-	e.Cluster = testcluster.New(t, n, testcluster.Options{API: func(name string, cfg *httpapi.Config) {
+	api := opts.API
+	opts.API = func(name string, cfg *httpapi.Config) {
 		e.mu.Lock()
 		e.stores[name] = cfg.Store
 		e.mu.Unlock()
 		if api != nil {
 			api(name, cfg)
 		}
-	}})
+	}
+	e.Cluster = testcluster.New(t, n, opts)
 	return e
 }
 
@@ -91,6 +100,7 @@ func TestPage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium (-short)")
 	}
+	t.Parallel()
 	e := newEnv(t, 3, nil)
 	follower := e.Follower()
 	cs := e.Client(e.Leader(), false)
@@ -114,15 +124,21 @@ func TestPage(t *testing.T) {
 		tb.t = t
 		// Once the offset is known well, it no longer moves the countdown.
 		tb.waitFor("a measured offset", `Number(document.documentElement.dataset.clockUncertainty) < 300`, 5*time.Second)
+		t0 := time.Now()
 		first, _ := rowOf(tb, "default/alpha")
+		t1 := time.Now()
 		time.Sleep(1200 * time.Millisecond)
+		t2 := time.Now()
 		second, _ := rowOf(tb, "default/alpha")
+		t3 := time.Now()
 		if first.LeftMs == nil || second.LeftMs == nil {
 			t.Fatalf("no time left: %+v, %+v", first, second)
 		}
-		d := *first.LeftMs - *second.LeftMs
-		if d < 1000 || d > 1600 {
-			t.Fatalf("time left went from %d to %d ms over 1.2 s", *first.LeftMs, *second.LeftMs)
+		// The page updates the figure every 200 ms (later on a busy
+		// machine), and the reads took a moment each.
+		d := time.Duration(*first.LeftMs-*second.LeftMs) * time.Millisecond
+		if d < t2.Sub(t1)-300*time.Millisecond || d > t3.Sub(t0)+600*time.Millisecond {
+			t.Fatalf("time left went from %d to %d ms while %v passed", *first.LeftMs, *second.LeftMs, t2.Sub(t1).Round(time.Millisecond))
 		}
 		if first.Left == second.Left {
 			t.Fatalf("the countdown's text did not move: %q", first.Left)
@@ -136,12 +152,16 @@ func TestPage(t *testing.T) {
 		tb.t = t
 		tb.click(`#rows .row[data-key="default/alpha"]`)
 		tb.waitFor("detail panel", `document.getElementById("detail").dataset.key === "default/alpha" && !!document.querySelector('#d-history li[data-holder="a"]')`, 2*time.Second)
-		l, err := cs.CoordinationV1().Leases("default").Get(ctxT(t, 5*time.Second), "alpha", metav1.GetOptions{})
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			l, err := cs.CoordinationV1().Leases("default").Get(ctxT(t, 5*time.Second), "alpha", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			l.Spec.HolderIdentity = ptr.To("b")
+			_, err = cs.CoordinationV1().Leases("default").Update(ctxT(t, 5*time.Second), l, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		l.Spec.HolderIdentity = ptr.To("b")
-		if _, err := cs.CoordinationV1().Leases("default").Update(ctxT(t, 5*time.Second), l, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		written := time.Now()
@@ -220,19 +240,22 @@ func TestPage(t *testing.T) {
 		mustLease(t, cs, "default", "skew", "s", 3600, renewed)
 		fast := openTab(t, e.pageURL(follower), tabOptions{shiftClock: time.Hour})
 		fast.waitFor("row default/skew", `!!document.querySelector(`+rowSelector("default/skew")+`)`, 10*time.Second)
-		fast.waitFor("a measured offset", `Number(document.documentElement.dataset.clockUncertainty) < 600`, 5*time.Second)
-		offset := eval[string](fast, `document.documentElement.dataset.clockOffset`)
-		ms, _ := strconv.Atoi(offset)
-		if ms > -3600000+1000 || ms < -3600000-1000 {
-			t.Fatalf("clock offset %d ms, want about -3600000", ms)
+		fast.waitFor("a measured offset", `Number(document.documentElement.dataset.clockUncertainty) < 400`, 10*time.Second)
+		ms, _ := strconv.Atoi(eval[string](fast, `document.documentElement.dataset.clockOffset`))
+		unc, _ := strconv.Atoi(eval[string](fast, `document.documentElement.dataset.clockUncertainty`))
+		// The true offset is within the uncertainty of the estimate; the
+		// figures are read a moment after the page computed them.
+		tolerance := int64(unc) + 500
+		if d := int64(ms) + 3600000; d > tolerance || -d > tolerance {
+			t.Fatalf("clock offset %d ms (±%d), want about -3600000", ms, unc)
 		}
 		if now := eval[float64](fast, `Date.now()`); time.Until(time.UnixMilli(int64(now))) < 59*time.Minute {
 			t.Fatalf("the page's clock is not shifted (%v)", time.UnixMilli(int64(now)))
 		}
 		r, _ := rowOf(fast, "default/skew")
 		want := time.Until(renewed.Add(time.Hour)).Milliseconds()
-		if r.LeftMs == nil || *r.LeftMs-want > 1000 || want-*r.LeftMs > 1000 {
-			t.Fatalf("time left %v ms, want %d±1000 (server clock)", r.LeftMs, want)
+		if r.LeftMs == nil || *r.LeftMs-want > tolerance || want-*r.LeftMs > tolerance {
+			t.Fatalf("time left %v ms, want %d±%d (server clock)", r.LeftMs, want, tolerance)
 		}
 		if r.Status != "held" {
 			t.Fatalf("the Lease shows %q on a fast browser", r.Status)
@@ -240,7 +263,7 @@ func TestPage(t *testing.T) {
 		if c := eval[string](fast, `document.getElementById("clock").textContent`); !contains(c, "ahead") {
 			t.Fatalf("the clock note says %q", c)
 		}
-		t.Logf("measured offset %d ms (±%s ms)", ms, eval[string](fast, `document.documentElement.dataset.clockUncertainty`))
+		t.Logf("measured offset %d ms (±%d ms)", ms, unc)
 	})
 
 	t.Run("candidates and the coordinated election's pick", func(t *testing.T) {
@@ -346,6 +369,7 @@ func TestPage_Login(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium (-short)")
 	}
+	t.Parallel()
 	const token = "ui-viewer-token"
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(tokens, []byte(token+",viewer,u-viewer,system:masters\n"), 0o600); err != nil {
@@ -390,4 +414,66 @@ func TestPage_Login(t *testing.T) {
 	tb.waitFor("the Lease after a reload", `!!document.querySelector(`+rowSelector("secure/guarded")+`) && document.getElementById("login").hidden`, 10*time.Second)
 	other := openTab(t, e.pageURL(0), tabOptions{})
 	other.waitFor("the login box in a new tab", `!document.getElementById("login").hidden`, 10*time.Second)
+}
+
+// TestPage_Reconnect: on nodes that keep a short watch history, the page
+// replays the history from the oldest version the node names in its 410;
+// when its node is killed, it says so, and once the node is back it lists
+// again (the history has moved past the page's version while the node was
+// down) and shows what changed meanwhile.
+func TestPage_Reconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (-short)")
+	}
+	t.Parallel()
+	e := newEnvWith(t, 3, testcluster.Options{State: state.Config{HistoryEvents: 16}})
+	f := e.Follower()
+	cs := e.Client(e.Leader(), false)
+	for i := range 24 {
+		mustLease(t, cs, "hist", fmt.Sprintf("l-%02d", i), "h0", 600, time.Now())
+	}
+	renew := func(name, holder string) {
+		t.Helper()
+		// A write whose answer was lost to a leader change is retried by
+		// the node and may then conflict with itself: read and try again.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			l, err := cs.CoordinationV1().Leases("hist").Get(ctxT(t, 5*time.Second), name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			l.Spec.HolderIdentity, l.Spec.RenewTime = ptr.To(holder), micro(time.Now())
+			_, err = cs.CoordinationV1().Leases("hist").Update(ctxT(t, 5*time.Second), l, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	renew("l-23", "h1") // inside the history
+
+	tb := openTab(t, e.pageURL(f), tabOptions{})
+	tb.waitFor("the history replayed", `document.documentElement.dataset.historyDone === "true" && !!document.querySelector(`+rowSelector("hist/l-23")+`)`, 10*time.Second)
+	from, _ := strconv.Atoi(eval[string](tb, `document.documentElement.dataset.historyFrom`))
+	if oldest := e.Nodes[f].Raft().State().EventsSince(0).Oldest; from <= 1 || uint64(from) > oldest {
+		t.Fatalf("the page replayed from resourceVersion %d, want the history's oldest, %d", from, oldest)
+	}
+	tb.click(`#rows .row[data-key="hist/l-23"]`)
+	tb.waitFor("both holders of l-23", `[...document.querySelectorAll("#d-history li")].map(li => li.dataset.holder).join() === "h1,h0"`, 3*time.Second)
+	listed := eval[string](tb, `document.documentElement.dataset.listRv`)
+
+	e.Kill(f)
+	tb.waitFor("the page notices", `document.getElementById("conn").dataset.state === "retrying"`, 10*time.Second)
+	// More writes than the history holds: the page's version is gone.
+	for i := range 20 {
+		renew(fmt.Sprintf("l-%02d", i), "h2")
+	}
+	renew("l-23", "h3")
+	e.Restart(f)
+	took := tb.waitFor("the page back, listed again", `document.getElementById("conn").dataset.state === "live" &&
+  document.querySelector(`+rowSelector("hist/l-00")+` + " .holder span").textContent === "h2" &&
+  [...document.querySelectorAll("#d-history li")].map(li => li.dataset.holder).join() === "h3,h1,h0"`, 30*time.Second)
+	t.Logf("back and current %v after the restart", took.Round(time.Millisecond))
+	if again := eval[string](tb, `document.documentElement.dataset.listRv`); again == listed {
+		t.Fatalf("the page did not list again (list resourceVersion still %s)", listed)
+	}
 }

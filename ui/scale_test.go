@@ -75,10 +75,10 @@ func TestPage_10000Leases(t *testing.T) {
 	tb.waitFor("the first rows", `document.querySelectorAll("#rows .row").length > 0`, 20*time.Second)
 	first := time.Since(loadStart)
 	tb.waitFor("10,000 Leases listed",
-		fmt.Sprintf(`document.documentElement.dataset.leases === "%d" && document.documentElement.dataset.listRv !== undefined`, n), 20*time.Second)
+		fmt.Sprintf(`document.documentElement.dataset.leases === "%d" && document.documentElement.dataset.listRv !== undefined`, n), 30*time.Second)
 	load := time.Since(loadStart)
 	t.Logf("page load: first rows after %v, all %d Leases listed and rendered after %v", first.Round(time.Millisecond), n, load.Round(time.Millisecond))
-	if load > 10*time.Second {
+	if load > 20*time.Second {
 		t.Errorf("the page took %v to show %d Leases", load, n)
 	}
 	rows := eval[int](tb, `document.querySelectorAll("#rows .row").length`)
@@ -116,7 +116,7 @@ func TestPage_10000Leases(t *testing.T) {
 	took = measure(tb, "filtered", `(() => { const f = document.getElementById("text-filter"); f.value = "lease-0999"; f.dispatchEvent(new Event("input")); })()`,
 		`document.getElementById("count").textContent === "10 of 10000 Leases" && document.querySelectorAll("#rows .row").length === 10`)
 	t.Logf("filter to 10 of 10,000: %v", took.Round(time.Millisecond))
-	if took > 2*time.Second {
+	if took > 3*time.Second {
 		t.Fatalf("filtering took %v", took)
 	}
 }

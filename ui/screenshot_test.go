@@ -34,12 +34,12 @@ func TestScreenshot(t *testing.T) {
 	e := newEnv(t, 3, nil)
 	cs := e.Client(e.Leader(), false)
 	now := time.Now()
-	mustLease(t, cs, "kube-system", "kube-controller-manager", "cp-1_4f9e2a", 15, now.Add(-3*time.Second))
-	mustLease(t, cs, "kube-system", "kube-scheduler", "cp-2_81c0d3", 15, now.Add(-11*time.Second))
+	mustLease(t, cs, "kube-system", "kube-controller-manager", "cp-1_4f9e2a", 120, now.Add(-3*time.Second))
+	mustLease(t, cs, "kube-system", "kube-scheduler", "cp-2_81c0d3", 90, now.Add(-11*time.Second))
 	mustLease(t, cs, "payments", "ledger-writer", "ledger-7d9f-x2", 30, now.Add(-2*time.Minute))
 	mustLease(t, cs, "payments", "settlement", "", 0, time.Time{})
-	mustLease(t, cs, "search", "indexer", "indexer-0", 60, now.Add(-20*time.Second))
-	mustLease(t, cs, "search", "compactor", "compactor-1", 20, now.Add(-time.Second))
+	mustLease(t, cs, "search", "indexer", "indexer-0", 180, now.Add(-20*time.Second))
+	mustLease(t, cs, "search", "compactor", "compactor-1", 60, now.Add(-time.Second))
 
 	// A few hand-overs for the indexer.
 	for _, h := range []string{"indexer-1", "indexer-2", "indexer-0"} {
@@ -75,7 +75,7 @@ func TestScreenshot(t *testing.T) {
 	time.Sleep(2 * time.Second) // some history before the election
 	leader := e.Leader()
 	ctx, cancel := context.WithCancel(context.Background())
-	ctl := election.New(election.Config{Store: e.store(leader), Node: e.Nodes[leader].Raft(), LeaseDuration: 15 * time.Second})
+	ctl := election.New(election.Config{Store: e.store(leader), Node: e.Nodes[leader].Raft(), LeaseDuration: time.Minute})
 	done := make(chan struct{})
 	go func() { ctl.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()

@@ -153,6 +153,7 @@ func TestAssets_SelfContained(t *testing.T) {
 // TestOpenPaths: with authentication on, the page's files need no
 // credentials (httpapi lists each as open), and the API still does.
 func TestOpenPaths(t *testing.T) {
+	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(tokens, []byte("t0k3n,admin,u0,system:masters\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -252,7 +252,17 @@ const scopeNs = params.get("namespace") || "";
 // version the node's history holds, so the events before the list arrive
 // first (live = false), then the live ones.
 class Reflector {
+  static all = [];
+
+  // restartAll drops every open watch stream; each resumes at once. A node
+  // that died without closing its connections (a crash, a partition)
+  // leaves a stream open and silent: the cluster poll notices first.
+  static restartAll() {
+    for (const r of Reflector.all) if (r.ctrl) r.ctrl.abort();
+  }
+
   constructor(api, { replay, onPage, onReset, onEvent, onState, onReplay }) {
+    Reflector.all.push(this);
     this.api = api;
     this.replay = replay;
     this.onPage = onPage;
@@ -368,6 +378,7 @@ class Reflector {
 
   async watch(from, listRV, replay) {
     const ctrl = new AbortController();
+    this.ctrl = ctrl;
     const q = {
       watch: "1",
       resourceVersion: String(from),
@@ -404,6 +415,7 @@ class Reflector {
       return { ended: true };
     } finally {
       clearInterval(watchdog);
+      this.ctrl = null;
     }
   }
 }
@@ -648,12 +660,12 @@ function newRow() {
   cells.holderText = el("span");
   cells.badge = el("span", "badge");
   cells.holder.append(cells.holderText, cells.badge);
-  row.cells_ = cells;
+  row.cellRefs = cells;
   return row;
 }
 
 function fillRow(row, r, now) {
-  const c = row.cells_;
+  const c = row.cellRefs;
   row.dataset.key = r.key;
   setText(c.ns, r.ns);
   setText(c.name, r.name);
@@ -670,7 +682,7 @@ const badgeText = { held: "", expired: "expired", free: "released", never: "neve
 
 // fillTimes updates what changes with the clock alone.
 function fillTimes(row, r, now) {
-  const c = row.cells_;
+  const c = row.cellRefs;
   const st = leaseStatus(r, now);
   const exp = expiry(r);
   const cls = "row st-" + st + (r.key === view.selected ? " selected" : "");
@@ -826,7 +838,7 @@ function renderTimeline(key, now) {
     const li = el("li");
     li.dataset.holder = run.holder;
     const sw = el("span", "swatch " + (run.holder ? colorOf(run.holder) : ""));
-    const who = el("span", "who" + (run.holder ? "" : " gap"), run.holder || (run.deleted ? "deleted" : "released"));
+    const who = el("span", "who" + (run.holder ? "" : " gap"), run.holder || (run.deleted ? "deleted" : "no holder"));
     const to = run.current && !run.lapsed ? "now" : fmtTime(run.end, true);
     const when = el("span", "when", `${run.approx ? "≈" : ""}${fmtTime(run.from, true)} → ${to} (${fmtDur(run.end - run.from)})`);
     li.append(sw, who, when);
@@ -894,7 +906,9 @@ async function members() {
   if (!membersSupported && Date.now() - membersCheckedAt < 30000) return null;
   membersCheckedAt = Date.now();
   const resp = await request("/cluster/members");
-  if (resp.status === 404) {
+  if (resp.status === 404 || resp.status === 403) {
+    // An older node, or a user who may not list members: use
+    // /cluster/status alone, and ask again now and then.
     membersSupported = false;
     return null;
   }
@@ -910,6 +924,8 @@ async function pollCluster() {
       members().catch((e) => e),
       readyz(),
     ]);
+    // fetch fails with a TypeError when the node cannot be reached at all.
+    if (status instanceof TypeError) Reflector.restartAll();
     renderCluster(status, mem, ready);
     // Irregular spacing samples the server's clock at different points of
     // its second, which narrows the offset.
@@ -966,10 +982,19 @@ function renderCluster(status, mem, ready) {
     cell(tr, m.behind, "m-only");
     cell(tr, m.lastContact, "m-only");
     let readyText = "";
-    if (self) readyText = ready.ready ? "ready" : "not ready";
-    else if (useMembers) readyText = state === "unreachable" ? "unreachable" : m.behind > 0 ? `behind ${m.behind}` : "in step";
-    const rc = cell(tr, readyText, (self && !ready.ready) || state === "unreachable" ? "notready" : "");
-    if (self && !ready.ready) rc.title = ready.why;
+    let why = "";
+    let bad = false;
+    if (self) {
+      readyText = ready.ready ? "ready" : "not ready";
+      why = ready.why;
+      bad = !ready.ready;
+    } else if (useMembers) {
+      bad = state === "unreachable" || m.healthy === false;
+      readyText = state === "unreachable" ? "unreachable" : m.healthy === false ? "unhealthy" : "healthy";
+      why = m.error || "";
+    }
+    const rc = cell(tr, readyText, bad ? "notready" : "");
+    if (why) rc.title = why;
     tr.dataset.ready = self ? String(ready.ready) : "";
     body.appendChild(tr);
   }
