@@ -80,7 +80,7 @@ type members struct {
 	apiURLs map[string]string // given by member add, kept across terms
 }
 
-// Member is one entry of the member list.
+// MemberStatus is one entry of the member list.
 type MemberStatus struct {
 	Name        string `json:"name"`
 	PeerAddr    string `json:"peerAddr"`
@@ -310,8 +310,8 @@ func (m *members) healthy(name string, term uint64) bool {
 		time.Since(h.lastOK) < 3*memberCheckInterval
 }
 
-// leaderView returns the configuration and, under m.mu held by the
-// caller's f, the health view; ErrNotLeader on a follower.
+// leaderConf returns the latest configuration and its index; only the
+// leader can answer.
 func (n *Node) leaderConf() (raft.Configuration, uint64, error) {
 	if n.raft.State() != raft.Leader {
 		return raft.Configuration{}, 0, ErrNotLeader
@@ -321,6 +321,20 @@ func (n *Node) leaderConf() (raft.Configuration, uint64, error) {
 		return raft.Configuration{}, 0, err
 	}
 	return f.Configuration(), f.Index(), nil
+}
+
+// leaderMember returns member name of the leader's configuration, the
+// configuration and its index.
+func (n *Node) leaderMember(name string) (raft.Server, raft.Configuration, uint64, error) {
+	conf, confIndex, err := n.leaderConf()
+	if err != nil {
+		return raft.Server{}, conf, 0, err
+	}
+	i := slices.IndexFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == name })
+	if i < 0 {
+		return raft.Server{}, conf, 0, fmt.Errorf("%w: %s", ErrUnknownMember, name)
+	}
+	return conf.Servers[i], conf, confIndex, nil
 }
 
 // Members lists the configuration with the leader's view of each member.
@@ -430,15 +444,10 @@ func (n *Node) rememberAPIURL(name, apiURL string) {
 // PromoteMember makes a caught-up non-voter a voter at once. Only the
 // leader can.
 func (n *Node) PromoteMember(ctx context.Context, name string) error {
-	conf, confIndex, err := n.leaderConf()
+	s, _, confIndex, err := n.leaderMember(name)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == name })
-	if i < 0 {
-		return fmt.Errorf("%w: %s", ErrUnknownMember, name)
-	}
-	s := conf.Servers[i]
 	if s.Suffrage == raft.Voter {
 		return nil
 	}
@@ -459,15 +468,10 @@ func (n *Node) PromoteMember(ctx context.Context, name string) error {
 // itself first hands leadership to a healthy voter and answers
 // ErrLeadershipMoved: the new leader must be asked. Only the leader can.
 func (n *Node) RemoveMember(ctx context.Context, name string) error {
-	conf, confIndex, err := n.leaderConf()
+	target, conf, confIndex, err := n.leaderMember(name)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == name })
-	if i < 0 {
-		return fmt.Errorf("%w: %s", ErrUnknownMember, name)
-	}
-	target := conf.Servers[i]
 	if target.Suffrage == raft.Voter {
 		term := n.raft.CurrentTerm()
 		m := &n.members
@@ -522,24 +526,20 @@ func (n *Node) TransferLeadership(ctx context.Context, name string) error {
 }
 
 func (n *Node) transferTo(name string) error {
-	if name == "" || name == n.cfg.Name {
-		if name == n.cfg.Name {
-			return nil
-		}
+	switch name {
+	case n.cfg.Name:
+		return nil
+	case "":
 		return raftErr(n.raft.LeadershipTransfer().Error())
 	}
-	conf, _, err := n.leaderConf()
+	s, _, _, err := n.leaderMember(name)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(conf.Servers, func(s raft.Server) bool { return string(s.ID) == name })
-	if i < 0 {
-		return fmt.Errorf("%w: %s", ErrUnknownMember, name)
-	}
-	if conf.Servers[i].Suffrage != raft.Voter {
+	if s.Suffrage != raft.Voter {
 		return fmt.Errorf("%w: %s is a non-voter and cannot lead", ErrMemberConflict, name)
 	}
-	return raftErr(n.raft.LeadershipTransferToServer(conf.Servers[i].ID, conf.Servers[i].Address).Error())
+	return raftErr(n.raft.LeadershipTransferToServer(s.ID, s.Address).Error())
 }
 
 func raftErr(err error) error {
@@ -629,12 +629,8 @@ func firstLines(s string) string {
 }
 
 // MaxFeatureLevel is the highest cluster feature level this release can
-// apply. Level 1: members describe themselves (NodeInfo), the log carries
-// the level (fsm.CmdFeatureLevel) and snapshots record it. A release that
-// adds a log command type or a snapshot format an older one cannot apply
-// raises it, and writes the new kind only once FeatureLevel reaches it,
-// so that no member is ever sent what it cannot apply (consul#2889).
-const MaxFeatureLevel = 1
+// apply (see fsm.MaxFeatureLevel).
+const MaxFeatureLevel = fsm.MaxFeatureLevel
 
 // ErrReleaseTooOld: a joiner's release cannot apply the cluster's level.
 var ErrReleaseTooOld = errors.New("the member's release cannot apply the cluster's feature level")
@@ -657,8 +653,10 @@ func (n *Node) updateFeatureLevel() {
 		if string(s.ID) == n.cfg.Name {
 			continue
 		}
+		// Only an answer of this round counts: a member restarted on
+		// an older release must not be judged by its last answer.
 		h := m.byName[string(s.ID)]
-		if m.term != term || h == nil || h.info == nil {
+		if m.term != term || h == nil || h.info == nil || h.err != "" {
 			level = 0
 			continue
 		}

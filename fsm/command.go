@@ -30,6 +30,16 @@ const (
 	skippable CommandType = 0x80
 )
 
+// MaxFeatureLevel is the highest cluster feature level this release can
+// apply. Level 1: members describe themselves (the peer call NodeInfo),
+// the log carries the level (CmdFeatureLevel) and snapshots record it. A
+// release that adds a log command type or a snapshot format an older one
+// cannot apply raises it, and writes the new kind only once the cluster's
+// level reaches it, so that no member is ever sent what it cannot apply
+// (consul#2889). A state above it is refused: this release is older than
+// the cluster.
+const MaxFeatureLevel = 1
+
 func (t CommandType) String() string {
 	switch t {
 	case CmdCreate:

@@ -1,6 +1,9 @@
 package fsm
 
 import (
+	"bytes"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/leasehold/leasehold/fsm/state"
@@ -17,7 +20,7 @@ func TestFeatureLevel(t *testing.T) {
 		t.Fatalf("level %d before any CmdFeatureLevel", got)
 	}
 
-	for i, c := range []struct{ level, want uint64 }{{2, 2}, {1, 2}, {3, 3}} {
+	for i, c := range []struct{ level, want uint64 }{{1, 1}, {0, 1}, {1, 1}} {
 		cmd := &Command{Type: CmdFeatureLevel, Level: c.level}
 		dec, err := DecodeCommand(cmd.Encode())
 		if err != nil || dec.Type != CmdFeatureLevel || dec.Level != c.level {
@@ -35,8 +38,8 @@ func TestFeatureLevel(t *testing.T) {
 	if err := restore(t, g, data); err != nil {
 		t.Fatal(err)
 	}
-	if got := g.State().FeatureLevel(); got != 3 {
-		t.Errorf("restored level %d, want 3", got)
+	if got := g.State().FeatureLevel(); got != 1 {
+		t.Errorf("restored level %d, want 1", got)
 	}
 	// Restoring the snapshot taken at level 0 sets the level back to 0:
 	// the state is the snapshot's.
@@ -52,8 +55,29 @@ func TestFeatureLevel(t *testing.T) {
 		t.Errorf("a level-0 snapshot has %d level records", n)
 	}
 	if n := countRecords(t, data, recFeatureLevel); n != 1 {
-		t.Errorf("a level-3 snapshot has %d level records, want 1", n)
+		t.Errorf("a level-1 snapshot has %d level records, want 1", n)
 	}
+}
+
+// TestFeatureLevelAboveThisRelease: a snapshot or a log entry at a level
+// this release cannot apply stops it with the reason, rather than failing
+// later on what it does not understand.
+func TestFeatureLevelAboveThisRelease(t *testing.T) {
+	f := newFSM(state.DefaultConfig())
+	s := &snapshot{history: &state.HistoryDump{}, level: MaxFeatureLevel + 1}
+	var b bytes.Buffer
+	if err := s.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if err := restore(t, f, b.Bytes()); err == nil || !strings.Contains(err.Error(), "upgrade it") {
+		t.Errorf("restore of a snapshot above this release's level: %v", err)
+	}
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "upgrade it") {
+			t.Errorf("applying a level above this release's: %v", r)
+		}
+	}()
+	f.Apply(cmdLog(1, &Command{Type: CmdFeatureLevel, Level: MaxFeatureLevel + 1}))
 }
 
 // countRecords counts the records of type typ in a snapshot.

@@ -187,8 +187,11 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 	case CmdNoop:
 		return &Result{}
 	case CmdFeatureLevel:
-		if cmd.Level > uint64(^uint32(0)) {
-			panic(fmt.Sprintf("fsm: entry %d: feature level %d out of range", l.Index, cmd.Level))
+		if cmd.Level > MaxFeatureLevel {
+			// Stopping beats applying later entries this release may
+			// not understand; the leader never writes this for a member
+			// it knows to be older.
+			panic(fmt.Sprintf("fsm: entry %d: the cluster's feature level is %d; this release applies up to %d: upgrade it", l.Index, cmd.Level, MaxFeatureLevel))
 		}
 		txn.RaiseFeatureLevel(uint32(cmd.Level))
 		return &Result{}

@@ -341,8 +341,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			applied, dropped = r.uvarint(), r.uvarint()
 			sawIndex = true
 		case recFeatureLevel:
-			if level = r.uvarint(); level > uint64(^uint32(0)) {
-				return fmt.Errorf("restore: feature level %d out of range", level)
+			if level = r.uvarint(); level > MaxFeatureLevel {
+				return fmt.Errorf("restore: the snapshot is at cluster feature level %d; this release applies up to %d: upgrade it", level, MaxFeatureLevel)
 			}
 		case recObject:
 			o, err := versions.next(r, true)

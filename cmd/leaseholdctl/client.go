@@ -179,6 +179,10 @@ func responseError(code int, body []byte) error {
 		return fmt.Errorf("%s (%d)", st.Message, code)
 	}
 	msg := strings.TrimSpace(string(body))
+	if code == http.StatusNotFound && msg == "404 page not found" {
+		// The router's answer for a path it does not have.
+		msg = "the node's release does not serve this (upgrade it, or ask another node with --endpoints)"
+	}
 	if msg == "" {
 		msg = http.StatusText(code)
 	}

@@ -81,3 +81,33 @@ func TestUsage(t *testing.T) {
 		t.Errorf("--help: exit %d: %s", code, out.String())
 	}
 }
+
+// TestClusterCommandUsage: bad invocations of the cluster commands exit 2
+// with the reason, before any call.
+func TestClusterCommandUsage(t *testing.T) {
+	t.Setenv("KUBECONFIG", "")
+	for _, args := range [][]string{
+		{"member"},
+		{"member", "frobnicate"},
+		{"member", "add", "n4"},
+		{"member", "add", "--peer-addr", "127.0.0.1:1"},
+		{"member", "remove"},
+		{"member", "remove", "n1", "n2"},
+		{"member", "list", "-o", "yaml", "--endpoints", "http://127.0.0.1:1"},
+		{"member", "list"},
+		{"leader"},
+		{"leader", "transfer", "n1", "n2", "--endpoints", "http://127.0.0.1:1"},
+		{"endpoint"},
+		{"endpoint", "status", "extra", "--endpoints", "http://127.0.0.1:1"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(args, &stdout, &stderr); code != 2 || stderr.Len() == 0 {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and a reason", args, code, stderr.String())
+		}
+	}
+	// Nothing listens at the endpoint: the cluster refuses, exit 1.
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"endpoint", "health", "--endpoints", "http://127.0.0.1:1", "--timeout", "1s"}, &stdout, &stderr); code != 1 || !bytes.Contains(stdout.Bytes(), []byte("is unhealthy")) {
+		t.Errorf("endpoint health of nothing: exit %d, %q %q", code, stdout.String(), stderr.String())
+	}
+}

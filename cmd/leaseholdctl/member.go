@@ -11,25 +11,13 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
-// member is one entry of GET /cluster/members.
-type member struct {
-	Name        string `json:"name"`
-	PeerAddr    string `json:"peerAddr"`
-	APIURL      string `json:"apiURL"`
-	Suffrage    string `json:"suffrage"`
-	State       string `json:"state"`
-	LastContact string `json:"lastContact"`
-	Applied     uint64 `json:"applied"`
-	Behind      uint64 `json:"behind"`
-	Version     string `json:"version,omitempty"`
-	Healthy     bool   `json:"healthy"`
-	Error       string `json:"error,omitempty"`
-}
-
+// memberList is GET /cluster/members's answer.
 type memberList struct {
-	Members []member `json:"members"`
+	Members []cluster.MemberStatus `json:"members"`
 }
 
 func (c *apiClient) members(ctx context.Context) (memberList, error) {
@@ -226,24 +214,29 @@ func endpointStatuses(c *apiClient, urls []string, g *globals, stdout io.Writer)
 		}
 		return err
 	})
-	if g.output == "json" {
-		if err := printJSON(stdout, map[string]any{"endpoints": out}); err != nil {
-			return err
-		}
-	} else {
+	return printEndpoints(g, stdout, out, failed, func() error {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tURL\tLEADER\tTERM\tCOMMIT\tAPPLIED\tDB SIZE\tVERSION\tERROR")
 		for _, e := range out {
 			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\n", dash(e.Name), e.URL, e.Leader, e.Term, e.CommitIndex, e.AppliedIndex, bytesHuman(e.DBSize), dash(e.Version), e.Error)
 		}
-		if err := tw.Flush(); err != nil {
-			return err
-		}
+		return tw.Flush()
+	})
+}
+
+// printEndpoints prints the endpoints as JSON or with table, then fails
+// as etcdctl does when one of them failed.
+func printEndpoints(g *globals, stdout io.Writer, endpoints any, failed bool, table func() error) error {
+	var err error
+	if g.output == "json" {
+		err = printJSON(stdout, map[string]any{"endpoints": endpoints})
+	} else {
+		err = table()
 	}
-	if failed {
-		return errUnhealthy
+	if err == nil && failed {
+		err = errUnhealthy
 	}
-	return nil
+	return err
 }
 
 func endpointHealths(c *apiClient, urls []string, g *globals, stdout io.Writer) error {
@@ -259,11 +252,7 @@ func endpointHealths(c *apiClient, urls []string, g *globals, stdout io.Writer) 
 		}
 		return err
 	})
-	if g.output == "json" {
-		if err := printJSON(stdout, map[string]any{"endpoints": out}); err != nil {
-			return err
-		}
-	} else {
+	return printEndpoints(g, stdout, out, failed, func() error {
 		for _, h := range out {
 			if h.Healthy {
 				fmt.Fprintf(stdout, "%s is healthy: took = %s\n", h.URL, h.Took)
@@ -271,11 +260,8 @@ func endpointHealths(c *apiClient, urls []string, g *globals, stdout io.Writer) 
 				fmt.Fprintf(stdout, "%s is unhealthy: took = %s, error: %s\n", h.URL, h.Took, h.Error)
 			}
 		}
-	}
-	if failed {
-		return errUnhealthy
-	}
-	return nil
+		return nil
+	})
 }
 
 // each runs f on every url at once; it reports whether any failed.

@@ -128,7 +128,7 @@ type Store struct {
 	changed    map[string]uint64
 	replacedAt uint64
 	// featureLevel is the cluster feature level the log has raised the
-	// state to (see cluster.MaxFeatureLevel); it never goes down.
+	// state to (see fsm.MaxFeatureLevel); it never goes down.
 	featureLevel uint32
 }
 

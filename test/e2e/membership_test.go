@@ -14,32 +14,22 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	lptr "k8s.io/utils/ptr"
+
+	"github.com/leasehold/leasehold/cluster"
 )
 
-// ctlMember is one entry of leaseholdctl member list -o json.
-type ctlMember struct {
-	Name        string `json:"name"`
-	PeerAddr    string `json:"peerAddr"`
-	APIURL      string `json:"apiURL"`
-	Suffrage    string `json:"suffrage"`
-	State       string `json:"state"`
-	LastContact string `json:"lastContact"`
-	Applied     uint64 `json:"applied"`
-	Behind      uint64 `json:"behind"`
-}
-
 // members runs leaseholdctl member list against the given nodes' APIs.
-func (pc *procCluster) members(via ...string) map[string]ctlMember {
+func (pc *procCluster) members(via ...string) map[string]cluster.MemberStatus {
 	pc.t.Helper()
 	code, out, errOut := runCtl(pc.t, "member", "list", "-o", "json", "--endpoints", pc.urls(via...))
 	if code != 0 {
 		pc.t.Fatalf("member list: exit %d: %s", code, errOut)
 	}
-	var ml struct{ Members []ctlMember }
+	var ml struct{ Members []cluster.MemberStatus }
 	if err := json.Unmarshal([]byte(out), &ml); err != nil {
 		pc.t.Fatalf("member list -o json: %v: %s", err, out)
 	}
-	m := map[string]ctlMember{}
+	m := map[string]cluster.MemberStatus{}
 	for _, e := range ml.Members {
 		m[e.Name] = e
 	}
