@@ -12,14 +12,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	coordinationv1beta1 "k8s.io/api/coordination/v1beta1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/auth"
+	"github.com/leasehold/leasehold/auth/rbac"
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
@@ -419,8 +423,9 @@ func TestPage_Login(t *testing.T) {
 // TestPage_Reconnect: on nodes that keep a short watch history, the page
 // replays the history from the oldest version the node names in its 410;
 // when its node is killed, it says so, and once the node is back it lists
-// again (the history has moved past the page's version while the node was
-// down) and shows what changed meanwhile.
+// again (the history has moved past the page's version meanwhile) and
+// shows what changed. The browser is kept from the node until the node has
+// caught up, so that its history has surely moved on.
 func TestPage_Reconnect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs Chromium (-short)")
@@ -461,6 +466,14 @@ func TestPage_Reconnect(t *testing.T) {
 	tb.waitFor("both holders of l-23", `[...document.querySelectorAll("#d-history li")].map(li => li.dataset.holder).join() === "h1,h0"`, 3*time.Second)
 	listed := eval[string](tb, `document.documentElement.dataset.listRv`)
 
+	block := func(on bool) {
+		t.Helper()
+		pattern := []*network.BlockPattern{{URLPattern: e.Nodes[f].URL() + "/*", Block: on}}
+		if _, err := chromedp.Call(tb.ctx, network.SetBlockedURLs, network.SetBlockedURLsParams{URLPatterns: pattern}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	block(true)
 	e.Kill(f)
 	tb.waitFor("the page notices", `document.getElementById("conn").dataset.state === "retrying"`, 10*time.Second)
 	// More writes than the history holds: the page's version is gone.
@@ -469,11 +482,88 @@ func TestPage_Reconnect(t *testing.T) {
 	}
 	renew("l-23", "h3")
 	e.Restart(f)
-	took := tb.waitFor("the page back, listed again", `document.getElementById("conn").dataset.state === "live" &&
+	want := e.Nodes[e.Leader()].Raft().State().AppliedIndex()
+	if !testcluster.WaitFor(context.Background(), 10*time.Second, func() bool {
+		n := e.Nodes[f].Raft()
+		return n != nil && n.State().AppliedIndex() >= want
+	}) {
+		t.Fatalf("%s did not catch up", e.Nodes[f].Name)
+	}
+	restarted := time.Now()
+	block(false)
+	tb.waitFor("the page back, listed again", `document.getElementById("conn").dataset.state === "live" &&
   document.querySelector(`+rowSelector("hist/l-00")+` + " .holder span").textContent === "h2" &&
   [...document.querySelectorAll("#d-history li")].map(li => li.dataset.holder).join() === "h3,h1,h0"`, 30*time.Second)
-	t.Logf("back and current %v after the restart", took.Round(time.Millisecond))
+	t.Logf("back and current %v after the node was reachable again", time.Since(restarted).Round(time.Millisecond))
 	if again := eval[string](tb, `document.documentElement.dataset.listRv`); again == listed {
 		t.Fatalf("the page did not list again (list resourceVersion still %s)", listed)
 	}
+}
+
+// TestPage_RBAC: the page runs with the user's permissions. A user who may
+// read Leases in one namespace only sees the server's refusal for all
+// namespaces, opens the page for that namespace from it, and sees that
+// namespace's Leases and nothing of the others; the cluster panel says
+// what it may not read.
+func TestPage_RBAC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs Chromium (-short)")
+	}
+	t.Parallel()
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("admin-token,admin,u-admin,system:masters\nviewer-token,viewer,u-viewer\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Config{TokenAuthFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 1, func(_ string, cfg *httpapi.Config) {
+		cfg.Authenticator = authn
+		cfg.Authorizer, err = auth.NewAuthorizer(auth.ModeRBAC, rbac.New(cfg.Store.RBACPolicy))
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	cfg := e.Config(0, false)
+	cfg.BearerToken = "admin-token"
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 20*time.Second)
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "lease-viewer"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases", "leasecandidates"}, Verbs: []string{"get", "list", "watch"}}},
+	}
+	if _, err := cs.RbacV1().Roles("team-a").Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "viewer"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "lease-viewer"},
+		Subjects:   []rbacv1.Subject{{Kind: "User", Name: "viewer", APIGroup: "rbac.authorization.k8s.io"}},
+	}
+	if _, err := cs.RbacV1().RoleBindings("team-a").Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustLease(t, cs, "team-a", "mine", "a-1", 60, time.Now())
+	mustLease(t, cs, "team-b", "theirs", "b-1", 60, time.Now())
+
+	tb := openTab(t, e.pageURL(0), tabOptions{})
+	tb.waitFor("the login box", `!document.getElementById("login").hidden`, 10*time.Second)
+	eval[bool](tb, `(() => { document.getElementById("token").value = "viewer-token"; document.getElementById("login-form").requestSubmit(); return true; })()`)
+	tb.waitFor("the refusal for all namespaces", `document.getElementById("conn").dataset.state === "forbidden" && !document.getElementById("banner").hidden && !document.getElementById("scope-form").hidden`, 10*time.Second)
+	if msg := eval[string](tb, `document.getElementById("banner-text").textContent`); !contains(msg, `User "viewer" cannot list resource "leases"`) {
+		t.Fatalf("banner %q, want the server's 403", msg)
+	}
+	eval[bool](tb, `(() => { document.getElementById("scope-ns").value = "team-a"; document.getElementById("scope-form").requestSubmit(); return true; })()`)
+	tb.waitFor("team-a's Lease", `location.search === "?namespace=team-a" && !!document.querySelector(`+rowSelector("team-a/mine")+`) && document.getElementById("conn").dataset.state === "live"`, 10*time.Second)
+	if keys := eval[string](tb, `[...document.querySelectorAll("#rows .row")].map(r => r.dataset.key).join()`); keys != "team-a/mine" {
+		t.Fatalf("rows %q, want team-a/mine only", keys)
+	}
+	tb.waitFor("the cluster panel's refusal", `document.getElementById("cluster").dataset.source === "none" && document.getElementById("cluster-note").textContent.startsWith("Not allowed")`, 10*time.Second)
+	// Live within the namespace.
+	mustLease(t, cs, "team-a", "new", "a-2", 60, time.Now())
+	tb.waitFor("a new Lease in team-a", `!!document.querySelector(`+rowSelector("team-a/new")+`)`, 3*time.Second)
 }

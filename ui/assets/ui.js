@@ -261,6 +261,27 @@ class Reflector {
     for (const r of Reflector.all) if (r.ctrl) r.ctrl.abort();
   }
 
+  // wakeAll cuts short every pause between attempts: the node answers
+  // again.
+  static wakeAll() {
+    for (const r of Reflector.all) if (r.wake) r.wake();
+  }
+
+  // pause waits before the next attempt, growing the wait each time (with
+  // jitter, so that tabs do not come back in step) up to 15 s.
+  async pause() {
+    const ms = this.backoff * (0.75 + Math.random() / 2);
+    this.backoff = Math.min(this.backoff * 2, 15000);
+    await new Promise((resolve) => {
+      const t = setTimeout(() => this.wake(), ms);
+      this.wake = () => {
+        clearTimeout(t);
+        this.wake = null;
+        resolve();
+      };
+    });
+  }
+
   constructor(api, { replay, onPage, onReset, onEvent, onState, onReplay }) {
     Reflector.all.push(this);
     this.api = api;
@@ -271,6 +292,8 @@ class Reflector {
     this.onState = onState;
     this.onReplay = onReplay || (() => {});
     this.rv = 0;
+    this.backoff = 500;
+    this.wake = null;
   }
 
   path(query) {
@@ -308,7 +331,6 @@ class Reflector {
 
   async run() {
     let replay = this.replay;
-    let backoff = 500;
     for (;;) {
       let listRV;
       try {
@@ -322,8 +344,7 @@ class Reflector {
         this.rv = replay ? 0 : rv;
       } catch (e) {
         this.onState(e instanceof APIError && e.status === 403 ? "forbidden" : "retrying", e);
-        await sleep(backoff * (0.75 + Math.random() / 2));
-        backoff = Math.min(backoff * 2, 15000);
+        await this.pause();
         continue;
       }
       let from = replay ? 1 : listRV;
@@ -332,12 +353,10 @@ class Reflector {
         let r;
         try {
           r = await this.watch(from, listRV, replay);
-          backoff = 500;
         } catch (e) {
           if (e instanceof APIError && (e.status === 403 || e.status === 410)) break;
           this.onState("retrying", e);
-          await sleep(backoff * (0.75 + Math.random() / 2));
-          backoff = Math.min(backoff * 2, 15000);
+          await this.pause();
           from = Math.max(from, this.rv);
           continue;
         }
@@ -388,6 +407,7 @@ class Reflector {
     };
     const resp = await request(this.path(q), { signal: ctrl.signal });
     if (!resp.ok) throw await apiError(resp);
+    this.backoff = 500;
     this.onState("live");
     // A stream that goes silent past two bookmark intervals is dead.
     let last = Date.now();
@@ -918,14 +938,18 @@ async function members() {
 }
 
 async function pollCluster() {
+  let unreachable = false;
   for (;;) {
     const [status, mem, ready] = await Promise.all([
       getJSON("/cluster/status").catch((e) => e),
       members().catch((e) => e),
       readyz(),
     ]);
-    // fetch fails with a TypeError when the node cannot be reached at all.
+    // fetch fails with a TypeError when the node cannot be reached at all;
+    // once it answers again, the streams need not wait out their pauses.
     if (status instanceof TypeError) Reflector.restartAll();
+    else if (unreachable) Reflector.wakeAll();
+    unreachable = status instanceof TypeError;
     renderCluster(status, mem, ready);
     // Irregular spacing samples the server's clock at different points of
     // its second, which narrows the offset.
