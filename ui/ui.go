@@ -86,7 +86,9 @@ func contentType(name string) string {
 }
 
 // Paths lists every path Handler serves a file at (Prefix for the page
-// itself), sorted. They are what needs no credentials.
+// itself), sorted: what needs no credentials. httpapi's open paths name
+// each of them (and the bare prefix); TestOpenPaths holds the two lists
+// together.
 func Paths() []string {
 	out := make([]string, 0, len(files))
 	for p := range files {

@@ -446,7 +446,9 @@ const leases = new Map(); // "namespace/name" -> record
 let listGeneration = 0; // counts the Lease lists; record.listed says which one saw it
 const runsByLease = new Map(); // "namespace/name" -> {runs, lastRV, acquire, renew}
 const namespaces = new Set();
-const replayState = { from: null, listRV: null, done: false, startMs: null };
+// The history replay: whether it has caught up with the list, and the
+// server time of the oldest change it brought (where the history starts).
+const replayState = { done: false, startMs: null };
 
 function writeTime(meta) {
   let t = null;
@@ -1080,8 +1082,6 @@ function fillNamespaces() {
   sel.value = keep;
 }
 
-let leaseState = "connecting";
-
 function setConn(state, err) {
   const conn = $("conn");
   conn.dataset.state = state;
@@ -1148,8 +1148,6 @@ function startLeases() {
       scheduleRender(true);
     },
     onReplay(st) {
-      replayState.from = st.from;
-      replayState.listRV = st.listRV;
       replayState.done = st.done;
       document.documentElement.dataset.historyFrom = String(st.from);
       document.documentElement.dataset.historyDone = String(st.done);
@@ -1164,7 +1162,6 @@ function startLeases() {
       if (st.done) scheduleRender();
     },
     onState(state, err) {
-      leaseState = state;
       setConn(state, err);
     },
   }).run();
