@@ -212,7 +212,7 @@ func TestDecodeHandCrafted(t *testing.T) {
 			name: "unknown tags skipped",
 			data: enc{byte(CmdUpdate)}.uv(5).
 				field(tagResource, []byte("leases")).
-				field(7, []byte("future field")).
+				field(70, []byte("future field")).
 				field(tagName, []byte("x")).
 				field(1000, bigObject). // two-byte tag, two-byte length
 				field(tagExpectUID, []byte("u1")),

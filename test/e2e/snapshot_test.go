@@ -374,6 +374,18 @@ current-context: leasehold
 			}
 		}
 	}
+	// The leader writes the bootstrap policy shortly after it is elected.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		crs, err := pc.nodes[0].jsonClient.RbacV1().ClusterRoles().List(context.Background(), metav1.ListOptions{})
+		if err == nil && len(crs.Items) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no bootstrap ClusterRoles within 30s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	file := filepath.Join(dir, "admin.snap")
 	saveSnapshot(t, file, "--kubeconfig", p.kubeconfig)
 	if in := inspectSnapshot(t, file); in.Objects["clusterroles"] == 0 {
