@@ -93,6 +93,11 @@ type MemberStatus struct {
 	Version     string `json:"version,omitempty"`
 	Healthy     bool   `json:"healthy"`
 	Error       string `json:"error,omitempty"`
+	// As the member last told the leader.
+	Term        uint64 `json:"term"`
+	CommitIndex uint64 `json:"commitIndex"`
+	Ready       bool   `json:"ready"`
+	NotReady    string `json:"notReady,omitempty"`
 }
 
 // NodeInfo describes this node.
@@ -360,6 +365,10 @@ func (n *Node) Members() ([]MemberStatus, error) {
 			ms.APIURL, ms.State, ms.LastContact, ms.Version = n.cfg.APIURL, "leader", "0s", n.cfg.Version
 			ms.Applied, ms.Healthy = n.state.AppliedIndex(), true
 			ms.Behind = sub(commit, ms.Applied)
+			ms.Term, ms.CommitIndex = term, commit
+			if ms.Ready, ms.NotReady = n.Ready(); ms.Ready {
+				ms.NotReady = ""
+			}
 			out = append(out, ms)
 			continue
 		}
@@ -368,6 +377,10 @@ func (n *Node) Members() ([]MemberStatus, error) {
 			if h.info != nil {
 				ms.APIURL, ms.Version, ms.Applied = h.info.APIURL, h.info.Version, h.info.AppliedIndex
 				ms.Behind = sub(commit, h.info.AppliedIndex)
+				ms.Term, ms.CommitIndex, ms.Ready = h.info.Term, h.info.CommitIndex, h.info.Ready
+				if !h.info.Ready {
+					ms.NotReady = h.info.Reason
+				}
 				ms.LastContact = time.Since(h.lastOK).Round(time.Millisecond).String()
 				if h.err == "" {
 					ms.State = h.info.State

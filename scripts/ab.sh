@@ -18,7 +18,10 @@
 # than the runs' spread.
 #
 # Environment: scripts/cluster.sh's (LEASEHOLD_DATA, API_PORT_BASE, ...);
-# RESULTS=DIR keeps the runs' JSON in DIR. SECURE=1 runs the cluster
+# RESULTS=DIR keeps the runs' JSON in DIR. FRESH=1 starts every run on a
+# new, empty cluster instead of restarting the nodes on their data: for
+# binaries that cannot share a data dir (a release before a feature level
+# and one after it). SECURE=1 runs the cluster
 # secured (each binary needs its leaseholdctl beside it) and leasebench
 # over HTTPS (HTTP/2) as the admin of its local CA.
 set -euo pipefail
@@ -39,6 +42,7 @@ shift
 for bin in "$A" "$B"; do [[ -x $bin ]] || { echo "scripts/ab.sh: $bin is not an executable" >&2; exit 2; }; done
 
 API_PORT_BASE=${API_PORT_BASE:-7000}
+FRESH=${FRESH:-0}
 # The nodes start open unless SECURE=1; then leasebench talks HTTPS with
 # the admin certificate of the cluster's local CA.
 export SECURE=${SECURE:-0}
@@ -76,7 +80,12 @@ endpoints() {
 run=0
 one() { # label binary
 	local t
-	for n in n1 n2 n3; do LEASEHOLD_BIN=$2 scripts/cluster.sh restart "$n" >/dev/null; done
+	if [[ $FRESH == 1 ]]; then
+		scripts/cluster.sh clean >/dev/null
+		LEASEHOLD_BIN=$2 scripts/cluster.sh start >/dev/null
+	else
+		for n in n1 n2 n3; do LEASEHOLD_BIN=$2 scripts/cluster.sh restart "$n" >/dev/null; done
+	fi
 	for ((t = 0; t < 50; t++)); do # a leader, known to all three
 		endpoints >/dev/null 2>&1 && break
 		sleep 0.2

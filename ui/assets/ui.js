@@ -1002,8 +1002,8 @@ function renderCluster(status, mem, ready) {
     cell(tr, m.apiURL, "m-only");
     cell(tr, m.suffrage);
     cell(tr, state, state === "unreachable" ? "unreachable" : "");
-    cell(tr, self || m.name === leader ? status.term : "");
-    cell(tr, self ? status.commitIndex : "");
+    cell(tr, self ? status.term : useMembers && m.term ? m.term : m.name === leader ? status.term : "");
+    cell(tr, self ? status.commitIndex : useMembers && m.term ? m.commitIndex : "");
     cell(tr, self ? status.appliedIndex : m.applied);
     cell(tr, m.behind, "m-only");
     cell(tr, m.lastContact, "m-only");
