@@ -388,6 +388,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			f.state.Replace(objs, events, dropped, applied)
 			f.state.SetFeatureLevel(uint32(level))
 			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
+			if len(objs)+len(events) >= largeSnapshotEvents {
+				// As after Persist: decoding a large snapshot leaves
+				// several times the restored state behind as garbage
+				// (100,000 Leases: 84 MB live, RSS 438 MB until the
+				// runtime returned the rest, minutes later).
+				debug.FreeOSMemory()
+			}
 			return nil
 		default:
 			return fmt.Errorf("restore: unknown record type %d", typ)
