@@ -1,7 +1,9 @@
 package ui_test
 
 import (
+	"bytes"
 	"context"
+	pngpkg "image/png"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -18,17 +20,20 @@ import (
 	"github.com/leasehold/leasehold/election"
 )
 
-// TestScreenshot writes a picture of the page to the file named by
-// LEASEHOLD_UI_SCREENSHOT (relative to the repository's root), for
-// docs/ui.md:
+// TestScreenshot shows a Lease whose holder stopped renewing handed by the
+// running election controller to the candidate the page marks, with its
+// history and the cluster, and takes a picture of it: into the file named
+// by LEASEHOLD_UI_SCREENSHOT (relative to the repository's root), for
+// docs/ui.md, else into a temporary one:
 //
 //	LEASEHOLD_UI_SCREENSHOT=docs/ui.png go test ./ui -run Screenshot
 func TestScreenshot(t *testing.T) {
+	browserTest(t)
 	out := os.Getenv("LEASEHOLD_UI_SCREENSHOT")
-	if out == "" {
-		t.Skip("set LEASEHOLD_UI_SCREENSHOT=docs/ui.png to write the screenshot")
-	}
-	if !filepath.IsAbs(out) {
+	switch {
+	case out == "":
+		out = filepath.Join(t.TempDir(), "ui.png")
+	case !filepath.IsAbs(out):
 		out = filepath.Join(repoRoot(t), out)
 	}
 	e := newEnv(t, 3, nil)
@@ -97,10 +102,14 @@ func TestScreenshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	img, err := pngpkg.DecodeConfig(bytes.NewReader(png))
+	if err != nil || img.Width < 800 || img.Height < 600 {
+		t.Fatalf("the screenshot: %dx%d, %v", img.Width, img.Height, err)
+	}
 	if err := os.WriteFile(out, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %s (%d bytes)", out, len(png))
+	t.Logf("wrote %s (%d bytes, %dx%d)", out, len(png), img.Width, img.Height)
 }
 
 // repoRoot is the directory holding go.mod, above the test's.
