@@ -33,23 +33,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// browserTest leaves a test that drives Chromium out of go test -short,
-// as the one quick way to run the rest of the package.
-func browserTest(t *testing.T) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: the browser tests need Chromium and about 20 s")
-	}
-}
-
 // mustBrowser returns the context of one headless Chromium shared by the
 // package's tests, started on first use. Without Chromium the test fails
-// (it is part of make test) unless -short is given.
+// (it is part of make test).
 func mustBrowser(t *testing.T) context.Context {
 	t.Helper()
-	browserTest(t)
 	if _, err := exec.LookPath(chromiumPath); err != nil {
-		t.Fatalf("the lease view's tests need Chromium at %s: apt-get install -y chromium (or run go test -short)", chromiumPath)
+		t.Fatalf("the lease view's tests need Chromium at %s: apt-get install -y chromium", chromiumPath)
 	}
 	browser.once.Do(func() {
 		dir, err := os.MkdirTemp("", "leasehold-ui-chromium-")

@@ -31,7 +31,6 @@ func jc(name, emulation, binary string, created int64) jsCandidate {
 // not let a client write (tolerant and unparsable versions). TestPage checks
 // the two against each other on a running controller.
 func TestElectionJS(t *testing.T) {
-	browserTest(t)
 	t.Parallel()
 	srv := httptest.NewServer(ui.Handler())
 	defer srv.Close()

@@ -101,7 +101,6 @@ func mustLease(t *testing.T, cs kubernetes.Interface, ns, name, holder string, d
 // the members and the leader, and a browser whose clock is an hour fast
 // still shows the right time left.
 func TestPage(t *testing.T) {
-	browserTest(t)
 	t.Parallel()
 	e := newEnv(t, 3, nil)
 	follower := e.Follower()
@@ -368,7 +367,6 @@ func electionAgrees(t *testing.T, e *env, tb *tab) {
 // 401, refuses a wrong one, shows the Leases with the right one, and keeps
 // it for the tab only.
 func TestPage_Login(t *testing.T) {
-	browserTest(t)
 	t.Parallel()
 	const token = "ui-viewer-token"
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
@@ -423,7 +421,6 @@ func TestPage_Login(t *testing.T) {
 // shows what changed. The browser is kept from the node until the node has
 // caught up, so that its history has surely moved on.
 func TestPage_Reconnect(t *testing.T) {
-	browserTest(t)
 	t.Parallel()
 	e := newEnvWith(t, 3, testcluster.Options{State: state.Config{HistoryEvents: 16}})
 	f := e.Follower()
@@ -500,7 +497,6 @@ func TestPage_Reconnect(t *testing.T) {
 // namespace's Leases and nothing of the others; the cluster panel says
 // what it may not read.
 func TestPage_RBAC(t *testing.T) {
-	browserTest(t)
 	t.Parallel()
 	tokens := filepath.Join(t.TempDir(), "tokens.csv")
 	if err := os.WriteFile(tokens, []byte("admin-token,admin,u-admin,system:masters\nviewer-token,viewer,u-viewer\n"), 0o600); err != nil {

@@ -314,6 +314,13 @@ func newProcCluster(t *testing.T, extra ...string) *procCluster {
 // non-nil): the harness reaches them with creds.
 func newProcClusterWith(t *testing.T, creds *apiCredentials, extra ...string) *procCluster {
 	t.Helper()
+	return newProcClusterOn(t, "", creds, extra...)
+}
+
+// newProcClusterOn is newProcClusterWith for nodes that run bin ("" =
+// the current binary).
+func newProcClusterOn(t *testing.T, bin string, creds *apiCredentials, extra ...string) *procCluster {
+	t.Helper()
 	dir := t.TempDir()
 	pc := &procCluster{t: t, dir: dir}
 	ports := freePorts(t, 2*len(clusterNames))
@@ -325,6 +332,7 @@ func newProcClusterWith(t *testing.T, creds *apiCredentials, extra ...string) *p
 			peerAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
 			dataDir:  filepath.Join(dir, name, "data"),
 			logPath:  filepath.Join(dir, name+".log"),
+			bin:      bin,
 		}
 		initial = append(initial, name+"="+n.peerAddr)
 		pc.nodes = append(pc.nodes, n)

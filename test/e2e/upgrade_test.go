@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -103,52 +102,11 @@ func oldBinary(t *testing.T) string {
 	return bin
 }
 
-// newUpgradeCluster starts n1..n3 on bin, as newProcCluster does on the
-// current binary, and waits until all three are ready.
+// newUpgradeCluster starts n1..n3 on bin, with flags both releases
+// know, and waits until all three are ready.
 func newUpgradeCluster(t *testing.T, bin string, extra ...string) *procCluster {
 	t.Helper()
-	dir := t.TempDir()
-	pc := &procCluster{t: t, dir: dir}
-	ports := freePorts(t, 2*len(clusterNames))
-	var initial []string
-	for i, name := range clusterNames {
-		n := &procNode{
-			name:     name,
-			apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
-			peerAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
-			dataDir:  filepath.Join(dir, name, "data"),
-			logPath:  filepath.Join(dir, name+".log"),
-			bin:      bin,
-		}
-		initial = append(initial, name+"="+n.peerAddr)
-		pc.nodes = append(pc.nodes, n)
-	}
-	for _, n := range pc.nodes {
-		// Flags both releases know.
-		n.args = append([]string{
-			"--name", n.name,
-			"--data-dir", n.dataDir,
-			"--api-addr", n.apiAddr,
-			"--peer-addr", n.peerAddr,
-			"--initial-cluster", strings.Join(initial, ","),
-			"--raft-heartbeat-timeout", "500ms",
-		}, extra...)
-		var err error
-		if n.protoClient, err = kubernetes.NewForConfig(clientConfig(n.apiAddr, true)); err != nil {
-			t.Fatal(err)
-		}
-		if n.jsonClient, err = kubernetes.NewForConfig(clientConfig(n.apiAddr, false)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(pc.cleanup)
-	for _, n := range pc.nodes {
-		pc.start(n)
-	}
-	for _, n := range pc.nodes {
-		pc.waitReady(n.name, 30*time.Second)
-	}
-	return pc
+	return newProcClusterOn(t, bin, nil, extra...)
 }
 
 // releaseStatus is the part of GET /cluster/status that tells the
@@ -515,32 +473,13 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// Two writers, each owning half of 20 Leases: create them, then
 	// CAS-update one of its own at random, until stopped.
-	const nLeases, writers = 20, 2
 	var (
 		wg       sync.WaitGroup
 		stopping atomic.Bool
 	)
 	defer wg.Wait()
 	defer stopping.Store(true)
-	for k := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(k), 33))
-			for i := k; i < nLeases && !stopping.Load(); i += writers {
-				wt.create(ctx, leaseName(i))
-			}
-			for !stopping.Load() {
-				name := leaseName(k + writers*rng.IntN(nLeases/writers))
-				if w.isMaybe(name) || w.last(name) == nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				wt.update(ctx, name)
-				time.Sleep(3 * time.Millisecond)
-			}
-		}()
-	}
+	casWriters(ctx, wt, 20, 2, 33, &stopping, &wg)
 	// A reader asks every node in turn for linearizable lists, so that
 	// read indexes go between releases both ways.
 	lr := &linearReader{w: w}

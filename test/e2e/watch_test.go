@@ -67,32 +67,13 @@ func testWatchResumeAfterKill(t *testing.T, role string) {
 
 	// Two writers, each owning half of the 20 Leases: create them, then
 	// CAS-update one of its own at random, until told to stop.
-	const nLeases, writers = 20, 2
 	var (
 		wg       sync.WaitGroup
 		stopping atomic.Bool
 	)
 	defer wg.Wait()
 	defer stopping.Store(true)
-	for k := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(k), 7))
-			for i := k; i < nLeases && !stopping.Load(); i += writers {
-				wt.create(ctx, leaseName(i))
-			}
-			for !stopping.Load() {
-				name := leaseName(k + writers*rng.IntN(nLeases/writers))
-				if w.isMaybe(name) || w.last(name) == nil {
-					time.Sleep(5 * time.Millisecond)
-					continue
-				}
-				wt.update(ctx, name)
-				time.Sleep(3 * time.Millisecond)
-			}
-		}()
-	}
+	casWriters(ctx, wt, 20, 2, 7, &stopping, &wg)
 
 	waitUntil(t, 30*time.Second, "60 acknowledged writes, 40 watch events and a bookmark before the kill", func() bool {
 		return w.nAcks.Load() >= 60 && rw.eventCount() >= 40 && rw.bookmarkCount() > 0
@@ -332,6 +313,32 @@ type writeTracker struct {
 	acked   map[uint64]writeRec
 	unknown []writeRec
 	errs    []string
+}
+
+// casWriters starts writers goroutines in wg, each owning its share of
+// n Leases of wt's workload: each creates its own, then CAS-updates one of
+// them at random, until stopping is set.
+func casWriters(ctx context.Context, wt *writeTracker, n, writers int, seed uint64, stopping *atomic.Bool, wg *sync.WaitGroup) {
+	w := wt.w
+	for k := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(k), seed))
+			for i := k; i < n && !stopping.Load(); i += writers {
+				wt.create(ctx, leaseName(i))
+			}
+			for !stopping.Load() {
+				name := leaseName(k + writers*rng.IntN(n/writers))
+				if w.isMaybe(name) || w.last(name) == nil {
+					time.Sleep(5 * time.Millisecond)
+					continue
+				}
+				wt.update(ctx, name)
+				time.Sleep(3 * time.Millisecond)
+			}
+		}()
+	}
 }
 
 func newWriteTracker(w *workload) *writeTracker {
