@@ -33,12 +33,13 @@ func TestCoordinatedElectionSurvivesLeaderKill(t *testing.T) {
 	defer cancel()
 	sims := map[string]*procSim{}
 	for i, v := range []struct{ name, version string }{{"a", "1.30.0"}, {"b", "1.31.0"}, {"c", "1.31.0"}} {
-		s := &procSim{pc: pc, ns: ns, name: v.name, lease: lease, next: i}
+		s := &procSim{pc: pc, ns: ns, name: v.name, lease: lease, next: i, done: make(chan struct{})}
 		s.create(ctx, t, v.version)
 		sims[v.name] = s
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(s.done)
 			s.run(ctx)
 		}()
 	}
@@ -55,16 +56,24 @@ func TestCoordinatedElectionSurvivesLeaderKill(t *testing.T) {
 	// The new leader's controller resumes from the replicated state.
 	waitElectionStatus(ctx, t, pc, newLeader, ns, lease, "a")
 
-	// The elected candidate stops renewing: the next best takes over.
-	sims["a"].stop()
-	stopped := time.Now()
-	waitHolder(ctx, t, pc, ns, lease, "b", 30*time.Second)
-	took := time.Since(stopped)
-	t.Logf("b took over %v after a stopped (lease duration 2s + ping window 1s)", took.Round(time.Millisecond))
-	if took < 2*time.Second {
-		t.Errorf("handover after %v: before a's Lease expired and its ping window passed", took)
+	// The elected candidate stops renewing: the next best takes over, but
+	// not before a's last renewal has expired. Both times are the nodes'
+	// clocks (one machine), written into the Lease.
+	sims["a"].stop(t)
+	last := getLease(ctx, t, pc, ns, lease)
+	if h := last.Spec.HolderIdentity; h == nil || *h != "a" || last.Spec.RenewTime == nil {
+		t.Fatalf("lease right after a stopped: %+v, want held by a", last.Spec)
 	}
+	waitHolder(ctx, t, pc, ns, lease, "b", 30*time.Second)
 	l := getLease(ctx, t, pc, ns, lease)
+	if l.Spec.AcquireTime == nil {
+		t.Fatalf("lease after handover has no acquireTime: %+v", l.Spec)
+	}
+	took := l.Spec.AcquireTime.Sub(last.Spec.RenewTime.Time)
+	t.Logf("b acquired the Lease %v after a's last renewal (lease duration 2s + ping window 1s)", took.Round(time.Millisecond))
+	if took < 2*time.Second {
+		t.Errorf("handover %v after a's last renewal: before a's Lease expired", took)
+	}
 	if l.Spec.LeaseTransitions == nil || *l.Spec.LeaseTransitions != 1 || l.Spec.LeaseDurationSeconds == nil || *l.Spec.LeaseDurationSeconds != 2 {
 		t.Errorf("lease after handover: %+v, want leaseTransitions 1 and leaseDurationSeconds 2", l.Spec)
 	}
@@ -84,9 +93,18 @@ type procSim struct {
 	stopped         atomic.Bool
 	next            int // round-robin over the running nodes
 	pingsAnswered   atomic.Int64
+	done            chan struct{} // closed when run returns
 }
 
-func (s *procSim) stop() { s.stopped.Store(true) }
+// stop ends the simulation and waits for a renewal in flight to finish.
+func (s *procSim) stop(t *testing.T) {
+	s.stopped.Store(true)
+	select {
+	case <-s.done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("candidate %s still running 10s after stop", s.name)
+	}
+}
 
 // client picks the next running node.
 func (s *procSim) client() kubernetes.Interface {
