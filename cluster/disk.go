@@ -23,9 +23,10 @@ import (
 // cluster stops taking writes for as long as the disk hangs
 // (hashicorp/raft#503). A write that fails instead makes the leader fail
 // the writes and step down (raft.go, dispatchLogs). So every write to
-// raft.db goes through a disk gate with a deadline: a log write that
-// misses it returns ErrDiskStalled, raft steps down, and the node has a
-// voter whose disk works campaign at once (appendFailed).
+// raft.db goes through a disk gate with a deadline: at a log write that
+// misses it the node fails the writes it held, has a voter whose disk
+// works campaign at once (appendStalled), and refuses writes; when the
+// write ends at last it is undone and fails, and raft steps down.
 //
 // The gate also notices a full disk (ENOSPC, EDQUOT, or less free space
 // than diskReserve): a leader whose disk is full refuses writes before
@@ -106,16 +107,19 @@ type RaftStore interface {
 // disk is the gate every write to raft.db passes, and what the node knows
 // of its disk's health.
 //
-// A log write runs on a goroutine of its own with a deadline. One that
-// misses it is abandoned: the caller gets ErrDiskStalled, and until the
-// write ends every further log write fails at once (it would only queue
-// behind bbolt's one writer), so at most one abandoned log write is under
-// way. When it ends, what it stored is deleted again before any other log
-// write may pass: raft took the write as failed and will write those
-// indexes anew, perhaps fewer of them and in a later term, and a stale
-// tail left after its new entries would make the log claim an older last
-// term than it holds. (Rewriting an index overwrites it in raft-boltdb, so
-// a retry of the same entries alone would be harmless.)
+// A log write runs in raft's loop with a watchdog. One that misses its
+// deadline is abandoned: its writes are failed at once (the node tells
+// their clients, who may retry at the next leader), and until the write
+// ends every further log write fails at once (it would only queue behind
+// bbolt's one writer), so at most one abandoned log write is under way.
+// When it ends, what it stored is deleted again before any other log
+// write may pass, and raft gets ErrDiskStalled: raft takes the write as
+// failed and will write those indexes anew, perhaps fewer of them and in a
+// later term, and a stale tail left after its new entries would make the
+// log claim an older last term than it holds. (Rewriting an index
+// overwrites it in raft-boltdb, so a retry of the same entries alone would
+// be harmless.) A probe of an idle disk runs on a goroutine of its own
+// with the same deadline, abandoned the same way.
 //
 // Stable store writes are never abandoned or failed for a stall or lack of
 // space: raft panics when it cannot store its term (raft.go,
@@ -141,6 +145,9 @@ type disk struct {
 	// appendFailed, if set, is called when a log write fails, before the
 	// caller learns it.
 	appendFailed func()
+	// appendStalled, if set, is called when a log write of logs runs past
+	// the deadline, while it still runs.
+	appendStalled func(logs []*raft.Log)
 	// handingOver is set while appendFailed's hand-over runs.
 	handingOver atomic.Bool
 
@@ -150,6 +157,9 @@ type disk struct {
 	// full is set while the disk counts as full: the leader reads it on
 	// every write.
 	full atomic.Bool
+	// stalledNow is set while a write is past the deadline: read on every
+	// write and read index.
+	stalledNow atomic.Bool
 
 	mu sync.Mutex
 	// abandoned counts abandoned writes not yet ended (and undone); idle
@@ -231,6 +241,7 @@ func (d *disk) stallLocked(start time.Time, abandoned bool) {
 	} else {
 		d.overdue++
 	}
+	d.stalledNow.Store(true)
 }
 
 // unstallLocked records the end of a write that was past the deadline.
@@ -246,6 +257,7 @@ func (d *disk) unstallLocked(abandoned bool) {
 		d.overdue--
 	}
 	if d.abandoned == 0 && d.overdue == 0 {
+		d.stalledNow.Store(false)
 		d.logger.Info("disk recovered: the stalled write ended", "after", time.Since(d.stalledSince).Round(time.Millisecond))
 	}
 }
@@ -313,11 +325,17 @@ func (d *disk) updateFullLocked() {
 	d.full.Store(full)
 }
 
-// timed runs write, a log write or a probe, with the deadline. Past it the
-// write is abandoned; undo, if not nil, deletes what it stored should it
-// end well after all. While an abandoned or overdue write is under way,
-// timed fails at once.
-func (d *disk) timed(op string, write, undo func() error) error {
+// appendWatched runs a log write in its caller (raft's leader or follower
+// loop) with a watchdog. A write still running at the deadline is
+// abandoned: stalled is called at once (the node fails the writes whose
+// entries it holds and hands leadership over), every other log write fails
+// at once until it ends, and when it ends what it stored is deleted (undo)
+// and its caller gets ErrDiskStalled, as if it had failed at the deadline.
+// Running the write in the caller rather than on a goroutine of its own
+// costs nothing per write; the handoff cost renewals 11 % of their
+// throughput (docs/performance.md, "The disk gate").
+func (d *disk) appendWatched(write, undo func() error, stalled func()) error {
+	const op = "append"
 	d.mu.Lock()
 	err := d.stalledLocked()
 	d.mu.Unlock()
@@ -327,35 +345,73 @@ func (d *disk) timed(op string, write, undo func() error) error {
 		return err
 	}
 	start := time.Now()
+	var ended, abandoned bool // under d.mu
+	watchdog := time.AfterFunc(d.timeout, func() {
+		d.mu.Lock()
+		if ended {
+			d.mu.Unlock()
+			return
+		}
+		abandoned = true
+		d.writeErrors.WithLabelValues("timeout").Inc()
+		d.stallLocked(start, true)
+		d.mu.Unlock()
+		if stalled != nil {
+			stalled()
+		}
+	})
+	werr := write()
+	watchdog.Stop()
+	d.mu.Lock()
+	ended = true
+	if abandoned {
+		err = d.stalledLocked()
+	}
+	d.mu.Unlock()
+	if !abandoned {
+		if err = d.ended(op, start, werr, true); err != nil {
+			d.failed(op)
+		}
+		return err
+	}
+	if werr == nil {
+		d.undo(undo)
+	}
+	_ = d.ended(op, start, werr, false)
+	d.mu.Lock()
+	d.unstallLocked(true)
+	d.mu.Unlock()
+	d.failed(op)
+	return err
+}
+
+// probeWrite runs a probe with the deadline on a goroutine of its own, so
+// that watchDisk goes on while it hangs. Past the deadline it is
+// abandoned; until it ends, log writes fail at once.
+func (d *disk) probeWrite(write func() error) {
+	const op = "probe"
+	start := time.Now()
 	done := make(chan error, 1)
 	go func() { done <- write() }()
 	timer := time.NewTimer(d.timeout)
 	select {
 	case err := <-done:
 		timer.Stop()
-		if err = d.ended(op, start, err, true); err != nil {
-			d.failed(op)
-		}
-		return err
+		_ = d.ended(op, start, err, true)
+		return
 	case <-timer.C:
 	}
 	d.writeErrors.WithLabelValues("timeout").Inc()
 	d.mu.Lock()
 	d.stallLocked(start, true)
-	err = d.stalledLocked()
 	d.mu.Unlock()
 	go func() {
 		err := <-done
-		if err == nil && undo != nil {
-			d.undo(undo)
-		}
 		_ = d.ended(op, start, err, false)
 		d.mu.Lock()
 		d.unstallLocked(true)
 		d.mu.Unlock()
 	}()
-	d.failed(op)
-	return err
 }
 
 // failed tells appendFailed of a log write that failed.
@@ -459,14 +515,11 @@ func (d *disk) fullReasonLocked() string {
 }
 
 // stalled reports whether a write is past the deadline.
-func (d *disk) stalled() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.abandoned > 0 || d.overdue > 0
-}
+func (d *disk) stalled() bool { return d.stalledNow.Load() }
 
 // refuse is the leader's check before it hands a write to Raft: while its
-// disk is full the write would fail there and make it step down.
+// disk is full the write would fail there and make it step down. (While it
+// is stalled the node does not count as leader: see Node.IsLeader.)
 func (d *disk) refuse() error {
 	if !d.full.Load() {
 		return nil
@@ -504,7 +557,7 @@ func (d *disk) probe(s raft.StableStore) {
 	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], uint64(time.Now().UnixNano()))
-	_ = d.timed("probe", func() error { return s.Set(probeKey, v[:]) }, nil)
+	d.probeWrite(func() error { return s.Set(probeKey, v[:]) })
 }
 
 // fullFor is how long the disk has counted as full (0 if it does not).
@@ -535,9 +588,14 @@ func (l *diskLog) StoreLogs(logs []*raft.Log) error {
 		return l.LogStore.StoreLogs(logs)
 	}
 	first, last := logs[0].Index, logs[len(logs)-1].Index
-	err := l.d.timed("append",
+	err := l.d.appendWatched(
 		func() error { return l.LogStore.StoreLogs(logs) },
-		func() error { return l.LogStore.DeleteRange(first, last) })
+		func() error { return l.LogStore.DeleteRange(first, last) },
+		func() {
+			if l.d.appendStalled != nil {
+				l.d.appendStalled(logs)
+			}
+		})
 	if err != nil {
 		l.failed.Store(&err)
 	}
@@ -605,10 +663,30 @@ func (n *Node) watchDisk(probe raft.StableStore) {
 		case <-t.C:
 		}
 		n.disk.probe(probe)
-		if n.raft.State() == raft.Leader && (n.disk.stalled() || n.disk.fullFor() >= diskFullHandOver) {
+		if n.raft.State() == raft.Leader && (n.disk.stalled() || n.disk.fullFor() >= diskFullHandOver) &&
+			n.disk.handingOver.CompareAndSwap(false, true) {
 			n.handOver()
+			n.disk.handingOver.Store(false)
 		}
 	}
+}
+
+// appendStalled is called when a log write of logs has run past the stall
+// timeout and still runs, holding raft's loop. Writes of this node among
+// logs are stored nowhere else (raft sends entries once they are stored)
+// and the write will be undone: their clients learn it at once and may
+// retry at the next leader. As leader, the node hands over: its followers
+// still get its heartbeats, which come from other goroutines, and would
+// wait for it for as long as the disk hangs.
+func (n *Node) appendStalled(logs []*raft.Log) {
+	n.groups.abandon(logs, fmt.Errorf("%w: this node's log write was abandoned", ErrDiskStalled))
+	if n.raft.State() != raft.Leader || !n.disk.handingOver.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer n.disk.handingOver.Store(false)
+		n.handOver()
+	}()
 }
 
 // appendFailed is called when a log write fails for a stalled or full
@@ -639,8 +717,9 @@ func (n *Node) appendFailed() {
 
 // handOver makes a voter that reports itself ready (so its disk takes
 // writes), the one with the longest log, the next leader: by raft's
-// leadership transfer while this node leads, or, once raft has stepped
-// this node down, by the TimeoutNow that such a transfer ends with, which
+// leadership transfer while this node leads with a working disk, or, once
+// raft has stepped this node down or while raft's loop is held by a
+// stalled write, by the TimeoutNow that such a transfer ends with, which
 // has the voter campaign at once, its votes granted though the others
 // still wait for this node. With no such voter this node does nothing: on
 // a full disk it goes on leading, refusing writes, and the cluster stays
@@ -687,7 +766,7 @@ func (n *Node) handOver() {
 	}
 	_, why := n.disk.health()
 	n.logger.Warn("handing leadership to a member whose disk takes writes", "to", to.s.ID, "this_disk", why)
-	if n.raft.State() == raft.Leader {
+	if n.raft.State() == raft.Leader && !n.disk.stalled() {
 		if err := n.raft.LeadershipTransferToServer(to.s.ID, to.s.Address).Error(); err != nil {
 			n.logger.Warn("leadership transfer failed", "to", to.s.ID, "error", err)
 		}

@@ -194,37 +194,56 @@ func sumFamilies(t *testing.T, g prometheus.Gatherer, name string, want ...strin
 	return sum
 }
 
-// TestDiskGate_AbandonsAStalledAppend: a log write past the deadline fails
-// with ErrDiskStalled (through raft's log cache, as the error it was);
-// while it hangs, log writes and deletions fail at once without reaching
-// the disk and stable store writes wait; when it ends, what it stored is
-// deleted again and the next write passes.
+// TestDiskGate_AbandonsAStalledAppend: a log write runs in its caller; at
+// the deadline the node learns which entries it holds (appendStalled)
+// while it still runs; while it hangs, log writes and deletions fail at
+// once without reaching the disk and stable store writes wait; when it
+// ends, what it stored is deleted again and it fails with ErrDiskStalled
+// (through raft's log cache, as the error it was), and the next write
+// passes.
 func TestDiskGate_AbandonsAStalledAppend(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	g := newTestGate(t, timeout)
+	type stalledAt struct {
+		first, last uint64
+		after       time.Duration
+	}
+	stalled := make(chan stalledAt, 1)
+	var start time.Time
+	g.d.appendStalled = func(logs []*raft.Log) {
+		stalled <- stalledAt{logs[0].Index, logs[len(logs)-1].Index, time.Since(start)}
+	}
 	if err := g.logs.StoreLogs(entries(1, 5, 1)); err != nil {
 		t.Fatal(err)
 	}
 
 	g.sick.stallWrites()
-	start := time.Now()
-	err := g.logs.StoreLogs(entries(6, 8, 2))
-	if took := time.Since(start); !errors.Is(err, ErrDiskStalled) || took < timeout || took > timeout+time.Second {
-		t.Fatalf("stalled append: %v after %v, want ErrDiskStalled after %v", err, took, timeout)
+	start = time.Now()
+	appended := make(chan error, 1)
+	go func() { appended <- g.logs.StoreLogs(entries(6, 8, 2)) }()
+	select {
+	case at := <-stalled:
+		if at.first != 6 || at.last != 8 || at.after < timeout || at.after > timeout+time.Second {
+			t.Fatalf("appendStalled for entries %d..%d after %v, want 6..8 after %v", at.first, at.last, at.after, timeout)
+		}
+	case err := <-appended:
+		t.Fatalf("stalled append returned while the disk hangs: %v", err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("appendStalled not called within 5s")
 	}
 	if ok, why := g.d.health(); ok || !strings.HasPrefix(why, "disk stalled: ") {
 		t.Fatalf("health = %v %q, want a stalled disk", ok, why)
 	}
 	reached := g.sick.writes.Load()
 
-	start = time.Now()
+	begin := time.Now()
 	if err := g.logs.StoreLogs(entries(6, 7, 3)); !errors.Is(err, ErrDiskStalled) {
 		t.Fatalf("append while stalled: %v, want ErrDiskStalled", err)
 	}
 	if err := g.logs.DeleteRange(1, 2); !errors.Is(err, ErrDiskStalled) {
 		t.Fatalf("delete while stalled: %v, want ErrDiskStalled", err)
 	}
-	if took := time.Since(start); took > timeout/2 {
+	if took := time.Since(begin); took > timeout/2 {
 		t.Fatalf("writes on a stalled disk took %v, want them refused at once", took)
 	}
 	if n := g.sick.writes.Load(); n != reached {
@@ -241,6 +260,14 @@ func TestDiskGate_AbandonsAStalledAppend(t *testing.T) {
 
 	g.sick.heal()
 	select {
+	case err := <-appended:
+		if !errors.Is(err, ErrDiskStalled) {
+			t.Fatalf("abandoned append once the disk returned: %v, want ErrDiskStalled", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("abandoned append still running after the stall ended")
+	}
+	select {
 	case err := <-stableDone:
 		if err != nil {
 			t.Fatalf("stable store write after the stall: %v", err)
@@ -248,7 +275,9 @@ func TestDiskGate_AbandonsAStalledAppend(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("stable store write still waiting after the stall ended")
 	}
-	waitFor(t, 5*time.Second, "the disk to recover", func() bool { ok, _ := g.d.health(); return ok })
+	if ok, why := g.d.health(); !ok {
+		t.Fatalf("health after the abandoned write ended: %s", why)
+	}
 	if got := lastIndex(t, g.bolt); got != 5 {
 		t.Fatalf("last index %d after the abandoned write ended, want 5: its entries must be deleted", got)
 	}
@@ -498,8 +527,9 @@ func mustCreate(t *testing.T, n *Node, name string, acked map[string]uint64) {
 }
 
 // TestDisk_StalledLeader: the leader's disk hangs (every write to raft.db
-// blocks). Its log write times out, it steps down, and a node whose disk
-// works leads; a write sent to the stalled leader commits at the new one
+// blocks). Its log write runs past the stall timeout: it stops counting as
+// leader and a node whose disk works leads; a write sent to the stalled
+// leader commits at the new one
 // within the stall timeout and an election, never with an unknown outcome.
 // The stalled node reports not ready and the metric; it neither leads
 // again nor takes a later term while its disk hangs, though its log is as

@@ -39,6 +39,11 @@ type groupCommit struct {
 	mu       sync.Mutex
 	inFlight int         // writes handed to Raft and not yet applied
 	waiting  []*proposal // the next group, in arrival order
+	// sent holds the writes handed to Raft and not yet through, by the
+	// first byte of their data, which is also the first byte of their log
+	// entry's Data (raft stores the slice it was given): a stalled log
+	// write names its entries by it (abandon).
+	sent map[*byte]*proposal
 	// grouping: writes piled up (alone were in flight) and have not all
 	// been applied since; until they are, a group goes only once the one
 	// before it is through.
@@ -75,14 +80,27 @@ func (g *groupCommit) crowded() bool {
 type proposal struct {
 	data []byte
 	// f is its entry's future, set when its group goes to Raft; err is
-	// f.Error(), set before done is closed. Only the group's goroutine
-	// waits on f: raft's futures are not safe for concurrent waiters.
+	// f.Error(), or the error it was abandoned with, set before done is
+	// closed. Only the group's goroutine waits on f: raft's futures are
+	// not safe for concurrent waiters.
 	f    raft.ApplyFuture
 	err  error
 	done chan struct{}
 	// Under groupCommit.mu: taken once its group is being handed to
-	// Raft; withdrawn if its caller left before.
-	taken, withdrawn bool
+	// Raft; withdrawn if its caller left before; finished once done is
+	// closed.
+	taken, withdrawn, finished bool
+}
+
+// finish records p's outcome and releases its caller, once. Called with
+// groupCommit.mu held.
+func (p *proposal) finish(err error) {
+	if p.finished {
+		return
+	}
+	p.finished = true
+	p.err = err
+	close(p.done)
 }
 
 // submit hands data to Raft at once if few writes are in flight, else
@@ -119,22 +137,47 @@ func (g *groupCommit) withdraw(p *proposal) bool {
 // applies them in order); as each is through, applied or failed
 // (leadership lost, shutdown), the writes waiting may go.
 func (g *groupCommit) send(group []*proposal) {
+	g.mu.Lock()
+	if g.sent == nil {
+		g.sent = make(map[*byte]*proposal)
+	}
+	for _, p := range group {
+		g.sent[&p.data[0]] = p
+	}
+	g.mu.Unlock()
 	for _, p := range group {
 		p.f = g.apply(p.data)
 	}
 	go func() {
 		for _, p := range group {
-			p.err = p.f.Error()
-			close(p.done)
-			g.applied()
+			err := p.f.Error()
+			g.applied(p, err)
 		}
 	}()
 }
 
-// applied counts one write through, and sends the waiting ones as a group
-// once few enough are in flight.
-func (g *groupCommit) applied() {
+// abandon ends the writes whose log entries are among logs with err: a log
+// write that stalled and will be undone, so they are stored nowhere and
+// Raft will fail them once the write ends. Their callers need not wait
+// that long. They stay in flight until Raft is through with them.
+func (g *groupCommit) abandon(logs []*raft.Log, err error) {
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, l := range logs {
+		if len(l.Data) > 0 {
+			if p := g.sent[&l.Data[0]]; p != nil {
+				p.finish(err)
+			}
+		}
+	}
+}
+
+// applied counts p through with Raft's outcome, and sends the waiting
+// ones as a group once few enough are in flight.
+func (g *groupCommit) applied(p *proposal, err error) {
+	g.mu.Lock()
+	delete(g.sent, &p.data[0])
+	p.finish(err)
 	g.inFlight--
 	if g.crowded() {
 		g.mu.Unlock()

@@ -257,3 +257,52 @@ func TestGroupCommitOneGroupAtATimeUntilDrained(t *testing.T) {
 	g.submit([]byte("j"))
 	r.handedNothing(t)
 }
+
+// TestGroupCommitAbandon: the writes whose entries a stalled log write
+// holds are through at once with its error, the others wait for their
+// entries; Raft's later outcome changes nothing for them, and they count
+// as in flight until Raft is through (the next group waits for that).
+func TestGroupCommitAbandon(t *testing.T) {
+	r := newFakeRaft()
+	g := &groupCommit{apply: r.apply, alone: 3}
+	a, b, c := g.submit([]byte("a")), g.submit([]byte("b")), g.submit([]byte("c"))
+	r.waitHanded(t, 3)
+	stalled := errors.New("stalled")
+	// The log write holds b and c; a was stored before. Entries carry the
+	// data slices raft was given.
+	g.abandon([]*raft.Log{{Data: r.entry(1).data}, {Data: r.entry(2).data}, {Data: []byte("c")}}, stalled)
+	if err := applied(t, b); err != stalled {
+		t.Fatalf("b: %v, want the stall's error", err)
+	}
+	if err := applied(t, c); err != stalled {
+		t.Fatalf("c: %v, want the stall's error", err)
+	}
+	notApplied(t, a)
+	d := g.submit([]byte("d")) // three in flight: waits for the next group
+	r.handedNothing(t)
+
+	close(r.entry(0).done)
+	if err := applied(t, a); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	r.entry(1).err = raft.ErrNotLeader
+	close(r.entry(1).done)
+	r.entry(2).err = raft.ErrNotLeader
+	close(r.entry(2).done)
+	r.waitHanded(t, 1)
+	g.mu.Lock()
+	bErr, cErr := b.err, c.err
+	g.mu.Unlock()
+	if bErr != stalled || cErr != stalled {
+		t.Fatalf("after Raft's outcome: b %v, c %v, want the stall's error kept", bErr, cErr)
+	}
+	close(r.entry(3).done)
+	if err := applied(t, d); err != nil {
+		t.Fatalf("d: %v", err)
+	}
+	waitFor(t, waitTimeout, "every write through", func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.sent) == 0 && g.inFlight == 0
+	})
+}

@@ -159,7 +159,7 @@ func (n *Node) watchMembers() {
 			return
 		case <-t.C:
 		}
-		if n.raft.State() == raft.Leader {
+		if n.IsLeader() {
 			leaderless = time.Time{}
 			n.checkMembers()
 			n.updateFeatureLevel()
@@ -318,7 +318,7 @@ func (m *members) healthy(name string, term uint64) bool {
 // leaderConf returns the latest configuration and its index; only the
 // leader can answer.
 func (n *Node) leaderConf() (raft.Configuration, uint64, error) {
-	if n.raft.State() != raft.Leader {
+	if !n.IsLeader() {
 		return raft.Configuration{}, 0, ErrNotLeader
 	}
 	f := n.raft.GetConfiguration()

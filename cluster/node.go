@@ -231,6 +231,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 	}
 	n.disk = newDisk(cfg.Name, cfg.DataDir, cfg.DiskStallTimeout, cfg.Logger.Named("disk"), n.stopCh)
 	n.disk.appendFailed = n.appendFailed
+	n.disk.appendStalled = n.appendStalled
 	n.stable = &stableStore{StableStore: &diskStable{StableStore: store, d: n.disk}}
 	gate := &diskLog{LogStore: store, d: n.disk}
 	cache, err := raft.NewLogCache(512, newLogStore(gate))
@@ -330,8 +331,10 @@ func (n *Node) State() *state.Store { return n.state }
 // SetForwardHandler installs the handler for writes forwarded to this node.
 func (n *Node) SetForwardHandler(f ForwardFunc) { n.forward.Store(&f) }
 
-// IsLeader reports whether this node believes it is the leader.
-func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+// IsLeader reports whether this node believes it is the leader. A leader whose raft loop is held by a stalled log write does not count:
+// it has asked another node to take over, and serves neither writes nor
+// read indexes meanwhile.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader && !n.disk.stalled() }
 
 // CommitIndex is Raft's commit index as this node knows it.
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
@@ -377,7 +380,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 			res *fsm.Result
 			err error
 		)
-		if n.raft.State() == raft.Leader {
+		if n.IsLeader() {
 			res, _, err = n.applyHere(ctx, data)
 		} else {
 			res, err = n.applyAtLeader(ctx, data)
@@ -398,7 +401,7 @@ func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error)
 // applyHere commits data through this node's Raft, as leader, and returns
 // the FSM's result and the entry's index.
 func (n *Node) applyHere(ctx context.Context, data []byte) (*fsm.Result, uint64, error) {
-	if n.raft.State() != raft.Leader {
+	if !n.IsLeader() {
 		return nil, 0, ErrNotLeader
 	}
 	if err := n.disk.refuse(); err != nil {
@@ -528,7 +531,7 @@ func (n *Node) EnsureCurrent(ctx context.Context) error {
 // leader over the peer port.
 func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 	for {
-		if n.raft.State() == raft.Leader {
+		if n.IsLeader() {
 			idx, err := n.leaderReadIndex(ctx, transport.Asker{})
 			if !errors.Is(err, ErrNotLeader) {
 				return idx, err
@@ -597,7 +600,7 @@ func (n *Node) leaderReadIndex(ctx context.Context, from transport.Asker) (uint6
 			return 0, err
 		}
 	}
-	if n.raft.State() != raft.Leader || n.raft.CurrentTerm() != t {
+	if !n.IsLeader() || n.raft.CurrentTerm() != t {
 		return 0, ErrNotLeader
 	}
 	return idx, nil
@@ -704,7 +707,7 @@ func (h rpcHandler) Apply(ctx context.Context, data []byte) (uint64, []byte, err
 // ReadIndex is answered by the leader only; a follower never asks another
 // follower on a caller's behalf.
 func (h rpcHandler) ReadIndex(ctx context.Context, from transport.Asker) (uint64, error) {
-	if h.n.raft.State() != raft.Leader {
+	if !h.n.IsLeader() {
 		return 0, transport.ErrNotLeader
 	}
 	idx, err := h.n.leaderReadIndex(ctx, from)
