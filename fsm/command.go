@@ -26,6 +26,12 @@ const (
 	// lowers it). Skippable: a release before it ignores it, though by
 	// construction none is a member when it is written.
 	CmdFeatureLevel CommandType = skippable | 5
+	// CmdTxn is a transaction of the etcd API (Txn, Prefix), written from
+	// feature level 2.
+	CmdTxn CommandType = 6
+	// CmdCompact records the etcd API's compaction to Revision, written
+	// from feature level 2.
+	CmdCompact CommandType = 7
 
 	skippable CommandType = 0x80
 )
@@ -37,8 +43,9 @@ const (
 // cannot apply raises it, and writes the new kind only once the cluster's
 // level reaches it, so that no member is ever sent what it cannot apply
 // (consul#2889). A state above it is refused: this release is older than
-// the cluster.
-const MaxFeatureLevel = 1
+// the cluster. Level 2: the etcd API (CmdTxn, CmdCompact, snapshot format
+// 5 with every version's create revision and key version).
+const MaxFeatureLevel = 2
 
 func (t CommandType) String() string {
 	switch t {
@@ -52,6 +59,10 @@ func (t CommandType) String() string {
 		return "noop"
 	case CmdFeatureLevel:
 		return "feature-level"
+	case CmdTxn:
+		return "txn"
+	case CmdCompact:
+		return "compact"
 	}
 	return fmt.Sprintf("type-%d", uint8(t))
 }
@@ -76,6 +87,12 @@ type Command struct {
 	ExpectUID string
 	// Level is CmdFeatureLevel's level.
 	Level uint64
+	// Prefix is the etcd key prefix of CmdTxn's keys (see EtcdKeys), and
+	// Txn its etcdserverpb.TxnRequest.
+	Prefix string
+	Txn    []byte
+	// Revision is CmdCompact's revision.
+	Revision uint64
 }
 
 // Payload layout after the type byte (version 1 of every type): a uvarint
@@ -90,11 +107,14 @@ const (
 	tagExpectRV  = 5
 	tagExpectUID = 6
 	tagLevel     = 7
+	tagPrefix    = 8
+	tagTxn       = 9
+	tagRevision  = 10
 )
 
 // Encode returns the log entry bytes for c.
 func (c *Command) Encode() []byte {
-	b := make([]byte, 0, 32+len(c.Resource)+len(c.Namespace)+len(c.Name)+len(c.Object)+len(c.ExpectUID))
+	b := make([]byte, 0, 32+len(c.Resource)+len(c.Namespace)+len(c.Name)+len(c.Object)+len(c.ExpectUID)+len(c.Prefix)+len(c.Txn))
 	b = append(b, byte(c.Type))
 	var fields [][2]any
 	add := func(tag uint64, v any) { fields = append(fields, [2]any{tag, v}) }
@@ -118,6 +138,15 @@ func (c *Command) Encode() []byte {
 	}
 	if c.Level != 0 {
 		add(tagLevel, c.Level)
+	}
+	if c.Prefix != "" {
+		add(tagPrefix, c.Prefix)
+	}
+	if c.Txn != nil {
+		add(tagTxn, c.Txn)
+	}
+	if c.Revision != 0 {
+		add(tagRevision, c.Revision)
 	}
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	for _, f := range fields {
@@ -165,12 +194,21 @@ func DecodeCommand(data []byte) (*Command, error) {
 			}
 		case tagExpectUID:
 			c.ExpectUID = string(r.bytes())
-		case tagLevel:
+		case tagLevel, tagRevision:
 			inner := reader{b: r.bytes()}
-			c.Level = inner.uvarint()
+			v := inner.uvarint()
 			if inner.err != nil && r.err == nil {
 				r.err = inner.err
 			}
+			if tag == tagLevel {
+				c.Level = v
+			} else {
+				c.Revision = v
+			}
+		case tagPrefix:
+			c.Prefix = string(r.bytes())
+		case tagTxn:
+			c.Txn = r.bytes()
 		default:
 			// Only a later version writes unknown tags; they are all
 			// length-prefixed.

@@ -225,7 +225,7 @@ func TestDecodeHandCrafted(t *testing.T) {
 		},
 		{
 			name: "only unknown tags",
-			data: enc{byte(CmdCreate)}.uv(2).field(8, []byte{0xff}).field(1<<40, []byte("x")),
+			data: enc{byte(CmdCreate)}.uv(2).field(99, []byte{0xff}).field(1<<40, []byte("x")),
 			want: &Command{Type: CmdCreate},
 		},
 		{

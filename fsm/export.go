@@ -21,8 +21,7 @@ type Dump struct {
 
 // DumpState takes st's state at its applied index.
 func DumpState(st *state.Store) *Dump {
-	objs, history, dropped, applied := st.Dump()
-	return &Dump{snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: st.FeatureLevel()}}
+	return &Dump{*newSnapshot(st)}
 }
 
 // Index is the applied index the dump was taken at.

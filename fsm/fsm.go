@@ -69,6 +69,8 @@ func DefaultTypes() Types {
 		"clusterrolebindings": func() StoredObject {
 			return &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{Kind: "ClusterRoleBinding", APIVersion: rbacAPIVersion}}
 		},
+		// The etcd API's keys that are no REST object.
+		RawResource: func() StoredObject { return &RawValue{} },
 	}
 }
 
@@ -79,8 +81,11 @@ type Result struct {
 	// object (unchanged for a no-op update), or the deleted object's last
 	// state stamped with the delete's index.
 	Object *state.Object
-	// Err is a *state.Error when the write was refused.
+	// Err is a *state.Error when the write was refused, an *EtcdError
+	// when an etcd command was.
 	Err error
+	// Txn is a CmdTxn's etcdserverpb.TxnResponse.
+	Txn []byte
 }
 
 // FSM applies log entries to a state.Store. Apply, ApplyBatch, Snapshot and
@@ -150,6 +155,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if cur := txn.Get(k); cur != nil {
 			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID()}}
 		}
+		obj.CreateRV, obj.KeyVersion = l.Index, 1
 		txn.Put(obj, nil, at)
 		return &Result{Object: obj}
 	case CmdUpdate:
@@ -170,6 +176,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 			return &Result{Object: cur}
 		}
 		shareUnchanged(obj, cur)
+		obj.CreateRV, obj.KeyVersion = cur.CreateRV, cur.KeyVersion+1
 		txn.Put(obj, cur, at)
 		return &Result{Object: obj}
 	case CmdDelete:
@@ -180,11 +187,16 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		}
 		o := cur.Obj.DeepCopyObject().(StoredObject)
 		o.SetResourceVersion(strconv.FormatUint(l.Index, 10))
-		tomb := state.NewObject(cur.Resource, l.Index, o, cur.Data())
+		tomb := newTombstone(cur, l.Index, o)
 		shareUnchanged(tomb, cur)
 		txn.Delete(tomb, cur, at)
 		return &Result{Object: tomb}
 	case CmdNoop:
+		return &Result{}
+	case CmdTxn:
+		return f.applyTxn(txn, l, cmd, at)
+	case CmdCompact:
+		txn.Compact(cmd.Revision)
 		return &Result{}
 	case CmdFeatureLevel:
 		if cmd.Level > MaxFeatureLevel {
@@ -201,6 +213,15 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		return &Result{}
 	}
 	panic(fmt.Sprintf("fsm: entry %d: unknown command type %d", l.Index, uint8(cmd.Type)))
+}
+
+// newTombstone is the last state of cur, deleted at idx: o, its object
+// stamped with idx. Its KeyVersion counts the delete too, so that the
+// version before it is one less, as for any other write (leasePrior).
+func newTombstone(cur *state.Object, idx uint64, o runtime.Object) *state.Object {
+	tomb := state.NewObject(cur.Resource, idx, o, cur.Data())
+	tomb.CreateRV, tomb.KeyVersion = cur.CreateRV, cur.KeyVersion+1
+	return tomb
 }
 
 func checkPreconditions(k state.Key, cur *state.Object, cmd *Command) error {

@@ -1640,7 +1640,8 @@ func listKeys(sn *state.Snapshot) string {
 
 func TestEmptySnapshot(t *testing.T) {
 	data := persist(t, newFSM(state.DefaultConfig()))
-	if !bytes.HasPrefix(data, []byte{'L', 'H', 'S', 'N', 'A', 'P', snapVersion}) {
+	// Below feature level 2 the format before etcd's revisions.
+	if !bytes.HasPrefix(data, []byte{'L', 'H', 'S', 'N', 'A', 'P', snapVersionBeforeEtcd}) {
 		t.Fatalf("snapshot starts %q", data)
 	}
 	f := newFSM(state.DefaultConfig())

@@ -59,7 +59,9 @@ func (p *leasePrior) Version(next *state.Object) *state.Object {
 	l.ResourceVersion = strconv.FormatUint(p.rv, 10)
 	l.ManagedFields = p.managedFields
 	l.Spec = p.spec
-	return state.NewObject(next.Resource, p.rv, &l, nil)
+	o := state.NewObject(next.Resource, p.rv, &l, nil)
+	o.CreateRV, o.KeyVersion = next.CreateRV, next.KeyVersion-1
+	return o
 }
 
 // share makes p's spec hold the copy of each value that next, the version

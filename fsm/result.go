@@ -19,6 +19,8 @@ const (
 	resTagRV        = 5 // the object's, or the stored object's in a refusal
 	resTagUID       = 6 // a refusal's stored uid
 	resTagObject    = 7 // the object's stored encoding (resourceVersion unset)
+	resTagTxn       = 8 // an etcd txn's response
+	resTagEtcdError = 9 // an etcd command's refusal
 )
 
 // EncodeResult returns res as the leader sends it back.
@@ -44,7 +46,9 @@ func EncodeResult(res *Result) ([]byte, error) {
 			n++
 		}
 	}
-	if se, ok := res.Err.(*state.Error); ok {
+	if ee, ok := res.Err.(*EtcdError); ok {
+		field(resTagEtcdError, []byte(ee.Message))
+	} else if se, ok := res.Err.(*state.Error); ok {
 		num(resTagCode, uint64(se.Code))
 		str(resTagResource, se.Key.Resource)
 		str(resTagNamespace, se.Key.Namespace)
@@ -53,6 +57,9 @@ func EncodeResult(res *Result) ([]byte, error) {
 		str(resTagUID, se.UID)
 	} else if res.Err != nil {
 		return nil, fmt.Errorf("result error %T is not a state error", res.Err)
+	}
+	if res.Txn != nil {
+		field(resTagTxn, res.Txn)
 	}
 	if o := res.Object; o != nil {
 		str(resTagResource, o.Resource)
@@ -77,6 +84,8 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 		uid               string
 		object            []byte
 		resource, objResc string
+		txn               []byte
+		etcdErr           *EtcdError
 	)
 	r := reader{b: data}
 	n := r.uvarint()
@@ -104,6 +113,10 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 		case resTagObject:
 			object = r.bytes()
 			objResc = resource
+		case resTagTxn:
+			txn = r.bytes()
+		case resTagEtcdError:
+			etcdErr = &EtcdError{Message: string(r.bytes())}
 		default:
 			r.bytes()
 		}
@@ -111,7 +124,10 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 	if r.err != nil {
 		return nil, fmt.Errorf("decode result: %w", r.err)
 	}
-	res := &Result{}
+	res := &Result{Txn: txn}
+	if etcdErr != nil {
+		res.Err = etcdErr
+	}
 	if code != 0 {
 		key.Resource = resource
 		res.Err = &state.Error{Code: state.ErrorCode(code), Key: key, RV: rv, UID: uid}

@@ -35,12 +35,19 @@ import (
 // (appendLeaseChange): every version of a Lease renewed many times over
 // but its newest takes some 55 bytes, its event record included, instead
 // of 250–400.
-// Restore reads all four. A node of an earlier release cannot restore a
+// Version 5 adds to every version written in full its create revision and
+// key version (etcd's create_revision and version), and a record of the
+// etcd API's compacted revision; it is written only from cluster feature
+// level 2, when every member reads it. From an older version, Restore
+// takes the oldest version of a key it holds as its creation.
+// Restore reads all five. A node of an earlier release cannot restore a
 // newer version (from the leader, after falling behind): in a rolling
 // upgrade, upgrade the leader last.
 const (
 	snapMagic   = "LHSNAP"
-	snapVersion = 4
+	snapVersion = 5
+	// snapVersionBeforeEtcd is the format written below feature level 2.
+	snapVersionBeforeEtcd = 4
 
 	recObject = 1 // an object in the state
 	recEvent  = 2 // a history event
@@ -51,6 +58,8 @@ const (
 	// must, since such a release is never a member of a cluster at a
 	// level above 0.
 	recFeatureLevel = 5
+	// recCompacted (format 5) holds the etcd API's compacted revision.
+	recCompacted = 6
 
 	// maxRecord bounds one record; objects are limited to 3 MiB on the API.
 	maxRecord = 64 << 20
@@ -59,16 +68,30 @@ const (
 // Snapshot captures the state; it runs on the FSM goroutine and is cheap
 // (the store hands out immutable views). Persist runs concurrently.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
-	objs, history, dropped, applied := f.state.Dump()
-	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: f.state.FeatureLevel()}, nil
+	return newSnapshot(f.state), nil
 }
 
 type snapshot struct {
-	objs    []*state.Object
-	history *state.HistoryDump
-	dropped uint64
-	applied uint64
-	level   uint32
+	objs      []*state.Object
+	history   *state.HistoryDump
+	dropped   uint64
+	applied   uint64
+	level     uint32
+	compacted uint64
+}
+
+func newSnapshot(st *state.Store) *snapshot {
+	objs, history, dropped, applied := st.Dump()
+	_, compacted := st.Revision()
+	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: st.FeatureLevel(), compacted: compacted}
+}
+
+// format is the snapshot format the cluster's feature level allows.
+func (s *snapshot) format() byte {
+	if s.level >= 2 {
+		return snapVersion
+	}
+	return snapVersionBeforeEtcd
 }
 
 func (s *snapshot) Persist(sink raft.SnapshotSink) error {
@@ -104,7 +127,8 @@ func (s *snapshot) write(w io.Writer) error {
 	if _, err := bw.WriteString(snapMagic); err != nil {
 		return err
 	}
-	if err := bw.WriteByte(snapVersion); err != nil {
+	format := s.format()
+	if err := bw.WriteByte(format); err != nil {
 		return err
 	}
 	var rec []byte
@@ -130,8 +154,14 @@ func (s *snapshot) write(w io.Writer) error {
 			return err
 		}
 	}
+	if format >= 5 && s.compacted > 0 {
+		rec = binary.AppendUvarint(rec[:0], s.compacted)
+		if err := put(recCompacted); err != nil {
+			return err
+		}
+	}
 	var err error
-	versions := versionWriter{last: make(map[state.Key]writtenVersion, len(s.objs)), copies: storedCopies{}}
+	versions := versionWriter{last: make(map[state.Key]writtenVersion, len(s.objs)), copies: storedCopies{}, format: format}
 	for _, o := range s.objs {
 		if rec, err = versions.append(rec[:0], o); err != nil {
 			return err
@@ -178,6 +208,7 @@ type versionWriter struct {
 	written uint64
 	copies  storedCopies
 	priors  priors // Persist runs beside the FSM: its own scratch Lease
+	format  byte
 }
 
 type writtenVersion struct{ rv, ordinal uint64 }
@@ -210,7 +241,7 @@ func (vw *versionWriter) append(b []byte, o *state.Object) ([]byte, error) {
 		return binary.AppendUvarint(b, ref), nil
 	}
 	vw.remember(k, o.RV)
-	return appendObject(append(b, mentionNew), o, vw.copies)
+	return appendObject(append(b, mentionNew), o, vw.copies, vw.format)
 }
 
 // appendPrior appends the version prior holds, the one next replaced: a
@@ -227,7 +258,7 @@ func (vw *versionWriter) appendPrior(b []byte, next *state.Object, prior state.P
 		}
 		if change, ok = vw.priors.of(next, prev).(*leasePrior); !ok {
 			vw.remember(k, prev.RV)
-			return appendObject(append(b, mentionNew), prev, vw.copies)
+			return appendObject(append(b, mentionNew), prev, vw.copies, vw.format)
 		}
 	} else if ref, ok := vw.ref(k, change.rv); ok {
 		return binary.AppendUvarint(b, ref), nil
@@ -281,12 +312,16 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-func appendObject(b []byte, o *state.Object, copies storedCopies) ([]byte, error) {
+func appendObject(b []byte, o *state.Object, copies storedCopies, format byte) ([]byte, error) {
 	k := o.Key()
 	b = appendString(b, k.Resource)
 	b = appendString(b, k.Namespace)
 	b = appendString(b, k.Name)
 	b = binary.AppendUvarint(b, o.RV)
+	if format >= 5 {
+		b = binary.AppendUvarint(b, o.CreateRV)
+		b = binary.AppendUvarint(b, o.KeyVersion)
+	}
 	b = appendString(b, o.UID())
 	b, err := appendStored(b, o, copies, true)
 	if err != nil {
@@ -313,7 +348,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		objs             []*state.Object
 		applied, dropped uint64
 		sawIndex         bool
-		level            uint64
+		level, compacted uint64
 	)
 	versions := versionReader{f: f, format: format}
 	if format == 1 {
@@ -344,6 +379,8 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			if level = r.uvarint(); level > MaxFeatureLevel {
 				return fmt.Errorf("restore: the snapshot is at cluster feature level %d; this release applies up to %d: upgrade it", level, MaxFeatureLevel)
 			}
+		case recCompacted:
+			compacted = r.uvarint()
 		case recObject:
 			o, err := versions.next(r, true)
 			if err != nil {
@@ -374,6 +411,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			if err := checkHistory(objs, events, dropped, applied); err != nil {
 				return err
 			}
+			if format < 5 {
+				numberVersions(objs, events)
+			}
 			// As when the events were applied: in RV order, a version
 			// shares with its predecessor before its successor shares
 			// with it.
@@ -387,6 +427,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			}
 			f.state.Replace(objs, events, dropped, applied)
 			f.state.SetFeatureLevel(uint32(level))
+			f.state.SetCompacted(compacted)
 			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
 			if len(objs)+len(events) >= largeSnapshotEvents {
 				// As after Persist: decoding a large snapshot leaves
@@ -480,6 +521,51 @@ func checkHistory(objs []*state.Object, events []state.Event, dropped, applied u
 	return nil
 }
 
+// numberVersions gives the versions of a snapshot written before format 5
+// a create revision and key version: from the history, oldest first, as
+// the writes made them, taking the oldest version of a key the snapshot
+// holds for its creation. Every node restoring the snapshot numbers them
+// alike.
+func numberVersions(objs []*state.Object, events []state.Event) {
+	type numbered struct{ createRV, version uint64 }
+	cur := map[state.Key]numbered{}
+	set := func(o *state.Object, n numbered) { o.CreateRV, o.KeyVersion = n.createRV, n.version }
+	for _, e := range events {
+		k := e.Object.Key()
+		n, ok := cur[k]
+		switch {
+		case e.Type == state.Added:
+			n = numbered{e.RV, 1}
+		case !ok:
+			// The version before this event is the oldest one held.
+			prev := e.Prev()
+			n = numbered{prev.RV, 1}
+			if p, isObject := e.Prior.(*state.Object); isObject {
+				set(p, n)
+			}
+			n.version++
+		default:
+			if p, isObject := e.Prior.(*state.Object); isObject {
+				set(p, n)
+			}
+			n.version++
+		}
+		set(e.Object, n)
+		if e.Type == state.Deleted {
+			delete(cur, k)
+		} else {
+			cur[k] = n
+		}
+	}
+	for _, o := range objs {
+		if n, ok := cur[o.Key()]; ok {
+			set(o, n)
+		} else {
+			set(o, numbered{o.RV, 1})
+		}
+	}
+}
+
 // versionReader reads the object versions of a snapshot. An object version
 // held by the state and by events, or by one event as its object and the
 // next as its previous state, is decoded once and shared, as it was before
@@ -522,7 +608,7 @@ func (vr *versionReader) next(r *reader, share bool) (*state.Object, error) {
 		if !share {
 			shared = nil
 		}
-		return vr.f.readObject(r, shared)
+		return vr.f.readObject(r, vr.format, shared)
 	}
 	ref := r.uvarint()
 	if r.err != nil {
@@ -541,7 +627,7 @@ func (vr *versionReader) next(r *reader, share bool) (*state.Object, error) {
 		}
 		return vr.object(&vr.read[ref-first]), nil
 	}
-	o, err := vr.f.readObject(r, nil)
+	o, err := vr.f.readObject(r, vr.format, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -576,9 +662,13 @@ type version struct {
 
 // readObject reads an object. When shared is set, a version already in it
 // is returned instead of a new copy, and a new one is added to it.
-func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Object, error) {
+func (f *FSM) readObject(r *reader, format byte, shared map[version]*state.Object) (*state.Object, error) {
 	resource, ns, name := r.bytes(), r.bytes(), r.bytes()
 	rv := r.uvarint()
+	var createRV, keyVersion uint64
+	if format >= 5 {
+		createRV, keyVersion = r.uvarint(), r.uvarint()
+	}
 	r.bytes() // the uid, which the object holds
 	data := r.bytes()
 	if r.err != nil {
@@ -597,6 +687,7 @@ func (f *FSM) readObject(r *reader, shared map[version]*state.Object) (*state.Ob
 	// The record's key and uid are the object's own (appendObject wrote
 	// them from it); they serve only to find a version read before.
 	o := state.NewObject(res, rv, obj, keep)
+	o.CreateRV, o.KeyVersion = createRV, keyVersion
 	if shared != nil {
 		shared[version{o.Key(), rv}] = o
 	}

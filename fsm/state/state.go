@@ -26,18 +26,25 @@ func (k Key) id() string { return k.Resource + "/" + k.Namespace + "/" + k.Name 
 
 func (k Key) String() string { return k.id() }
 
+// ID is the key's place in the order of objects (see Snapshot.Ascend).
+func (k Key) ID() string { return k.id() }
+
 // Object is one stored object. Objects are immutable once stored: writers
 // replace them, readers may share them.
 //
 // Every version of every object in the history is an Object, so it holds
 // nothing Obj already has: its namespace and name are Obj's (see Key), and
-// its uid too (see UID). At 64 bytes it is under a quarter of the decoded
+// its uid too (see UID). At 80 bytes it is under a quarter of the decoded
 // Lease it wraps.
 type Object struct {
 	// Resource is the plural resource name ("leases").
 	Resource string
 	// RV is the Raft index of the entry that last changed the object.
 	RV uint64
+	// CreateRV is the Raft index of the entry that created it, and
+	// KeyVersion the number of writes since (1 when created): etcd's
+	// create_revision and version of its key.
+	CreateRV, KeyVersion uint64
 	// Obj is the decoded object, with resourceVersion set. It is a
 	// metav1.Object. Never mutate it.
 	Obj runtime.Object
@@ -130,6 +137,10 @@ type Store struct {
 	// featureLevel is the cluster feature level the log has raised the
 	// state to (see fsm.MaxFeatureLevel); it never goes down.
 	featureLevel uint32
+	// revision is the index of the last entry that changed an object
+	// (etcd's store revision); compacted is the revision the etcd API's
+	// Compact asked for (see Txn.Compact).
+	revision, compacted uint64
 }
 
 // Config bounds what the store retains.
@@ -243,7 +254,11 @@ type Snapshot struct {
 	Index uint64
 	// Generation is the store's generation the view belongs to.
 	Generation uint64
-	root       *node
+	// Revision is the index of the last entry that changed an object, up
+	// to the applied index of the latest state (not of a view at an
+	// earlier index: etcd answers every read with the current revision).
+	Revision uint64
+	root     *node
 }
 
 // ChangedAt returns a number that grows whenever an object of resource
@@ -272,6 +287,14 @@ func (s *Store) SetFeatureLevel(level uint32) {
 	s.mu.Unlock()
 }
 
+// SetCompacted sets the etcd API's compacted revision of a state just
+// restored from a snapshot (after Replace).
+func (s *Store) SetCompacted(rev uint64) {
+	s.mu.Lock()
+	s.compacted = rev
+	s.mu.Unlock()
+}
+
 // RaiseFeatureLevel raises the feature level to level when the commit
 // publishes; a lower or equal level changes nothing. Only the FSM
 // goroutine reads featureLevel outside the lock.
@@ -283,7 +306,23 @@ func (t *Txn) RaiseFeatureLevel(level uint32) {
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return &Snapshot{Index: s.applied, Generation: s.generation, root: s.published}
+	return &Snapshot{Index: s.applied, Generation: s.generation, Revision: s.revision, root: s.published}
+}
+
+// Revision is the index of the last entry that changed an object, and
+// Compacted the revision the etcd API last compacted to (0 if never).
+func (s *Store) Revision() (revision, compacted uint64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.revision, s.compacted
+}
+
+// DroppedRV is the RV of the newest event the history no longer holds (0
+// if none): views and watches from before it cannot be served.
+func (s *Store) DroppedRV() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.history.dropped
 }
 
 // SnapshotAt returns the read view at exactly index idx. Recent views are
@@ -297,14 +336,14 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 		s.mu.RUnlock()
 		return nil, false
 	}
-	gen := s.generation
+	gen, rev := s.generation, s.revision
 	if idx == s.applied {
 		defer s.mu.RUnlock()
-		return &Snapshot{Index: idx, Generation: gen, root: s.published}, true
+		return &Snapshot{Index: idx, Generation: gen, Revision: rev, root: s.published}, true
 	}
 	if root, ok := s.snaps.at(idx); ok {
 		s.mu.RUnlock()
-		return &Snapshot{Index: idx, Generation: gen, root: root}, true
+		return &Snapshot{Index: idx, Generation: gen, Revision: rev, root: root}, true
 	}
 	if idx < s.history.dropped {
 		s.mu.RUnlock()
@@ -312,7 +351,7 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 	}
 	if root, ok := s.rebuilt.get(gen, idx); ok {
 		s.mu.RUnlock()
-		return &Snapshot{Index: idx, Generation: gen, root: root}, true
+		return &Snapshot{Index: idx, Generation: gen, Revision: rev, root: root}, true
 	}
 	later := s.history.since(idx)
 	root := s.published // undone into copies of its paths
@@ -331,7 +370,7 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 		}
 	}
 	s.rebuilt.add(gen, idx, root)
-	return &Snapshot{Index: idx, Generation: gen, root: root}, true
+	return &Snapshot{Index: idx, Generation: gen, Revision: rev, root: root}, true
 }
 
 // rebuiltViewsKept bounds the rebuilt views kept. A view shares all but the
@@ -432,6 +471,10 @@ func (sn *Snapshot) List(resource, namespace string, after *Key, fn func(*Object
 	})
 }
 
+// Ascend calls fn for each object whose ID is >= from, in ID order, until
+// fn returns false.
+func (sn *Snapshot) Ascend(from string, fn func(*Object) bool) { sn.root.ascend(from, fn) }
+
 // Count returns the number of objects of resource.
 func (sn *Snapshot) Count(resource string) int {
 	n := 0
@@ -443,10 +486,11 @@ func (sn *Snapshot) Count(resource string) int {
 // the FSM goroutine. Each entry ends with Step, which keeps a read view at
 // that entry's index (for exact-version lists); Commit publishes the batch.
 type Txn struct {
-	s       *Store
-	root    *node
-	level   uint32 // a feature level raised in this batch, or 0
-	changed bool
+	s         *Store
+	root      *node
+	level     uint32 // a feature level raised in this batch, or 0
+	compacted uint64 // a compaction asked for in this batch, or 0
+	changed   bool
 	views   []view
 	events  []Event
 }
@@ -465,6 +509,25 @@ func (s *Store) Begin() *Txn {
 // Get returns the current object under k, including earlier writes of this
 // transaction.
 func (t *Txn) Get(k Key) *Object { return t.root.get(k.id()) }
+
+// Ascend calls fn for each current object whose ID is >= from, in ID
+// order, until fn returns false (earlier writes of this transaction
+// included).
+func (t *Txn) Ascend(from string, fn func(*Object) bool) { t.root.ascend(from, fn) }
+
+// Revision is the index of the last entry that changed an object, this
+// transaction's entries included, and the etcd API's compacted revision.
+func (t *Txn) Revision() (revision, compacted uint64) {
+	revision, compacted = t.s.revision, max(t.s.compacted, t.compacted)
+	if n := len(t.events); n > 0 {
+		revision = t.events[n-1].RV
+	}
+	return revision, compacted
+}
+
+// Compact records the etcd API's compaction to rev (a lower one changes
+// nothing). It drops nothing: the history keeps its own window.
+func (t *Txn) Compact(rev uint64) { t.compacted = max(t.compacted, rev) }
 
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
 func (t *Txn) Put(o, prev *Object, appendedAt int64) {
@@ -518,6 +581,10 @@ func (t *Txn) Commit(idx uint64) {
 		s.changed[e.Object.Resource] = idx
 	}
 	s.featureLevel = max(s.featureLevel, t.level)
+	s.compacted = max(s.compacted, t.compacted)
+	if n := len(t.events); n > 0 {
+		s.revision = t.events[n-1].RV
+	}
 	s.history.append(t.events)
 	// A view the history can no longer serve must not keep old objects.
 	s.rebuilt.dropBefore(s.history.dropped)
@@ -527,10 +594,19 @@ func (t *Txn) Commit(idx uint64) {
 }
 
 // Replace swaps in a whole new state (from a Raft snapshot). Watchers see a
-// new generation and must resume from a fresh list.
+// new generation and must resume from a fresh list. The revision is the
+// newest RV among objects, events and dropped events.
 func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64) {
 	root := newTree(objs)
+	rev := dropped
+	for _, o := range objs {
+		rev = max(rev, o.RV)
+	}
+	if n := len(events); n > 0 {
+		rev = max(rev, events[n-1].RV)
+	}
 	s.mu.Lock()
+	s.revision = rev
 	s.root = root
 	s.published = root
 	s.applied = applied

@@ -987,10 +987,11 @@ func TestNewDefaults(t *testing.T) {
 }
 
 // Every version of every object in the history is an Object: it must stay
-// within the 64-byte size class.
+// within the 80-byte size class (64 before etcd's create revision and
+// version: 1.6 MB more per 100,000 versions).
 func TestObjectSize(t *testing.T) {
-	if size := unsafe.Sizeof(Object{}); size > 64 {
-		t.Errorf("Object is %d bytes, want at most 64", size)
+	if size := unsafe.Sizeof(Object{}); size > 80 {
+		t.Errorf("Object is %d bytes, want at most 80", size)
 	}
 }
 
