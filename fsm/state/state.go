@@ -491,8 +491,8 @@ type Txn struct {
 	level     uint32 // a feature level raised in this batch, or 0
 	compacted uint64 // a compaction asked for in this batch, or 0
 	changed   bool
-	views   []view
-	events  []Event
+	views     []view
+	events    []Event
 }
 
 type view struct {
