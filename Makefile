@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/leasehold
 
-.PHONY: all build cluster stop clean test bench fmt vet chaos fuzz
+.PHONY: all build cluster stop clean test bench fmt vet chaos fuzz conformance
 
 all: build
 
@@ -49,6 +49,11 @@ fuzz:
 # Throughput and latency of a fresh local cluster (see scripts/bench.sh).
 bench:
 	scripts/bench.sh
+
+# Kubernetes' storage test suites over the etcd v3 API (see scripts/conformance.sh):
+# a fresh three-member etcd by default, TARGET=leasehold for leasehold's etcd port.
+conformance:
+	scripts/conformance.sh
 
 fmt:
 	@files=$$(git ls-files '*.go'); \
