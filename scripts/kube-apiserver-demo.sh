@@ -26,7 +26,8 @@
 # the lease store with mod_revision = resourceVersion (leasehold: read with kubectl through
 # leasehold, same resourceVersion), and so is an update of it; with leasehold, an update
 # made through leasehold is what kube-apiserver then serves; a list through kube-apiserver
-# (watch cache, consistent read) sees it within LIST_BUDGET seconds; a delete leaves nothing.
+# (watch cache, consistent read) sees it within LIST_BUDGET seconds; a delete leaves nothing;
+# a watch through kube-apiserver from the create saw every change, in order.
 #
 # Environment:
 #   LEASES_ON         leasehold (default) or etcd: where kube-apiserver keeps Leases
@@ -570,6 +571,17 @@ store_rv() {
 	fi
 }
 
+# watch_events FILE: "TYPE RESOURCEVERSION" per event of a JSON watch stream (DELETED without it)
+watch_events() {
+	local line type rv
+	while IFS= read -r line; do
+		type=$(grep -o '"type":"[A-Z]*"' <<<"$line" | head -n 1 | sed 's/.*:"\(.*\)"/\1/') || true
+		[[ -n $type ]] || continue
+		rv=$(grep -o '"resourceVersion":"[0-9]*"' <<<"$line" | head -n 1 | grep -o '[0-9][0-9]*') || true
+		if [[ $type == DELETED ]]; then echo DELETED; else echo "$type $rv"; fi
+	done <"$1"
+}
+
 store_name() {
 	if [[ $LEASES_ON == leasehold ]]; then echo "leasehold (kubectl through leasehold)"; else echo "the lease etcd"; fi
 }
@@ -644,6 +656,14 @@ EOF
 		fail "Lease default/$name created through kube-apiserver at resourceVersion $rv; $(store_name) has '${got:-nothing}'"
 	fi
 
+	# A watch through kube-apiserver (served by its watch cache, which the lease store's Watch
+	# feeds) from the created resourceVersion: it must see every change below, in order.
+	local wfile=$DEMO_DIR/check-watch.json wpid want=()
+	"${KAS_CURL[@]}" --max-time 60 -N \
+		"$KAS_URL/apis/coordination.k8s.io/v1/namespaces/default/leases?watch=1&resourceVersion=$rv&fieldSelector=metadata.name%3D$name" \
+		>"$wfile" 2>&1 &
+	wpid=$!
+
 	# 3. An update through kube-apiserver.
 	out=$(kas_kubectl patch lease -n default "$name" --type merge -p '{"spec":{"holderIdentity":"patched-through-kube-apiserver"}}' \
 		-o 'jsonpath={.metadata.resourceVersion}' 2>&1) || out="error: $out"
@@ -651,6 +671,7 @@ EOF
 	if [[ $out =~ ^[0-9]+$ && $out != "$rv" && $got == "$out" ]]; then
 		pass "update through kube-apiserver: resourceVersion $rv -> $out, the same in $(store_name)"
 		rv=$out
+		want+=("MODIFIED $rv")
 	else
 		fail "update through kube-apiserver answered '$out'; $(store_name) has '${got:-nothing}'"
 	fi
@@ -672,6 +693,7 @@ EOF
 		if [[ $got == "$out patched-through-leasehold" ]]; then
 			pass "update through leasehold (resourceVersion $out) is served by kube-apiserver: $got"
 			rv=$out
+			want+=("MODIFIED $rv")
 		else
 			fail "update through leasehold answered '$out'; kube-apiserver serves '$got'"
 		fi
@@ -695,6 +717,23 @@ EOF
 		pass "delete through kube-apiserver: default/$name is gone from $(store_name)"
 	else
 		fail "delete through kube-apiserver: '$out'; $(store_name) still has resourceVersion '$got'"
+	fi
+	want+=("DELETED")
+
+	# 7. The watch saw each change.
+	deadline=$((SECONDS + 10))
+	while :; do
+		got=$(watch_events "$wfile")
+		[[ $got == "$(printf '%s\n' "${want[@]}")"* ]] && break
+		if ((SECONDS >= deadline)) || ! kill -0 "$wpid" 2>/dev/null; then break; fi
+		sleep 0.2
+	done
+	kill "$wpid" 2>/dev/null || true
+	wait "$wpid" 2>/dev/null || true
+	if [[ $got == "$(printf '%s\n' "${want[@]}")"* ]]; then
+		pass "a watch through kube-apiserver saw $(printf '%s\n' "${want[@]}" | paste -s -d, -)"
+	else
+		fail "a watch through kube-apiserver from the create saw '$(tr '\n' ',' <<<"$got")', want '$(printf '%s,' "${want[@]}")': $(head -c 300 "$wfile")"
 	fi
 }
 
