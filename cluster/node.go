@@ -336,6 +336,9 @@ func (n *Node) SetForwardHandler(f ForwardFunc) { n.forward.Store(&f) }
 // read indexes meanwhile.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader && !n.disk.stalled() }
 
+// Term is Raft's current term as this node knows it.
+func (n *Node) Term() uint64 { return n.raft.CurrentTerm() }
+
 // CommitIndex is Raft's commit index as this node knows it.
 func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
 

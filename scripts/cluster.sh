@@ -21,6 +21,8 @@
 #                    (data dir nI/data, log nI/nI.log, pid file nI/nI.pid, start flags nI/nI.args)
 #   API_PORT_BASE    default 7000: node i serves its API on 127.0.0.1:API_PORT_BASE+i
 #   PEER_PORT_BASE   default 8000: node i uses 127.0.0.1:PEER_PORT_BASE+i for Raft
+#   ETCD_PORT_BASE   default 9000: node i serves the etcd v3 API on 127.0.0.1:ETCD_PORT_BASE+i
+#                    (docs/etcd.md); empty: no etcd API
 #   LEASEHOLD_BIN    binary to run instead of building <repo>/bin/leasehold (and
 #                    leaseholdctl, which makes the certificates, beside it)
 #   READY_TIMEOUT    seconds to wait for /readyz, default 30
@@ -44,6 +46,7 @@ is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 
 API_PORT_BASE=${API_PORT_BASE:-7000}
 PEER_PORT_BASE=${PEER_PORT_BASE:-8000}
+ETCD_PORT_BASE=${ETCD_PORT_BASE-9000}
 READY_TIMEOUT=${READY_TIMEOUT:-30}
 STOP_TIMEOUT=${STOP_TIMEOUT:-15}
 for v in API_PORT_BASE PEER_PORT_BASE READY_TIMEOUT STOP_TIMEOUT; do
@@ -51,6 +54,10 @@ for v in API_PORT_BASE PEER_PORT_BASE READY_TIMEOUT STOP_TIMEOUT; do
 done
 ((API_PORT_BASE + ${#NODES[@]} <= 65535)) || die "API_PORT_BASE too large"
 ((PEER_PORT_BASE + ${#NODES[@]} <= 65535)) || die "PEER_PORT_BASE too large"
+if [[ -n $ETCD_PORT_BASE ]]; then
+	is_uint "$ETCD_PORT_BASE" || die "ETCD_PORT_BASE must be a number or empty, got '$ETCD_PORT_BASE'"
+	((ETCD_PORT_BASE + ${#NODES[@]} <= 65535)) || die "ETCD_PORT_BASE too large"
+fi
 
 DATA=${LEASEHOLD_DATA:-$ROOT/data/cluster}
 [[ -n $DATA ]] || die "LEASEHOLD_DATA is empty"
@@ -92,6 +99,7 @@ pid_file() { echo "$DATA/$1/$1.pid"; }
 args_file() { echo "$DATA/$1/$1.args"; }
 api_port() { echo $((API_PORT_BASE + $(node_index "$1"))); }
 peer_port() { echo $((PEER_PORT_BASE + $(node_index "$1"))); }
+etcd_port() { echo $((ETCD_PORT_BASE + $(node_index "$1"))); }
 api_url() {
 	local scheme=https
 	((SECURE == 1)) || scheme=http
@@ -265,6 +273,7 @@ node_args() { # the flags a node starts with, one per line
 		"--api-addr=127.0.0.1:$(api_port "$n")" \
 		"--peer-addr=127.0.0.1:$(peer_port "$n")" \
 		"--initial-cluster=$(initial_cluster)"
+	[[ -z $ETCD_PORT_BASE ]] || echo "--etcd-addr=127.0.0.1:$(etcd_port "$n")"
 	((SECURE == 1)) || return 0
 	printf '%s\n' \
 		"--tls-cert-file=$PKI/server.crt" \
@@ -289,7 +298,7 @@ launch() {
 
 	for p in "${args[@]}"; do
 		case $p in
-		--api-addr=* | --peer-addr=*)
+		--api-addr=* | --peer-addr=* | --etcd-addr=*)
 			# A node killed a moment ago may still be letting go of it.
 			for ((t = 0; t < 20; t++)); do
 				port_in_use "${p##*:}" || break
@@ -371,6 +380,12 @@ print_summary() {
 		pid=$(node_pid "$n") || pid=-
 		echo "$n  $(api_url "$n")  pid $pid  log $(log_file "$n")"
 	done
+	if [[ -n $ETCD_PORT_BASE ]]; then
+		local scheme=https eps=""
+		((SECURE == 1)) || scheme=http
+		for n in "${NODES[@]}"; do eps+="${eps:+,}$scheme://127.0.0.1:$(etcd_port "$n")"; done
+		echo "etcd API: $eps"
+	fi
 	echo "leader: $(leader_name || echo unknown)"
 	((SECURE == 0)) || echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
 }

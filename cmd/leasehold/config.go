@@ -47,6 +47,8 @@ type Config struct {
 	WriteTimeout      time.Duration // --write-timeout: how long a write waits for a leader (503), then for its commit (504)
 	DiskStallTimeout  time.Duration // --disk-stall-timeout: a leader whose write to raft.db takes longer steps down
 	DebugAddr         string        // --debug-addr HOST:PORT, "" = off: net/http/pprof
+	EtcdAddr          string        // --etcd-addr HOST:PORT, "" = off: the etcd v3 API
+	EtcdPrefix        string        // --etcd-prefix: kube-apiserver's --etcd-prefix
 	WatchHistory      uint64        // --watch-history: events kept for watch resume
 	WatchHistoryAge   time.Duration // --watch-history-age: how long an event stays resumable
 
@@ -166,6 +168,10 @@ var cfgFlags = []cfgFlag{
 		usage: "a write to raft.db that takes longer fails: a leader steps down and the node reports not ready until the write ends (> 0)"},
 	{name: "debug-addr", arg: "HOST:PORT",
 		usage: "listen address for net/http/pprof; off when empty"},
+	{name: "etcd-addr", arg: "HOST:PORT",
+		usage: "serve the etcd v3 gRPC API on this address, for kube-apiserver's --etcd-servers-overrides; off when empty. TLS with the API's certificate when the API has one, and then a client certificate signed by --client-ca-file is required, of a user allowed everything on leases and leasecandidates"},
+	{name: "etcd-prefix", arg: "PREFIX", def: "/registry",
+		usage: "kube-apiserver's --etcd-prefix: PREFIX/leases/<ns>/<name> and PREFIX/leasecandidates/<ns>/<name> are the REST API's objects; other keys are stored as given"},
 	{name: "watch-history", arg: "N", def: strconv.Itoa(cfgDefaultWatchHistory),
 		usage: "events kept for watches to resume from (> 0)"},
 	{name: "watch-history-age", arg: "DURATION", def: cfgDefaultWatchHistoryAge.String(),
@@ -304,6 +310,14 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 			return c, err
 		}
 	}
+	if ea := src["etcd-addr"]; ea.value != "" {
+		if c.EtcdAddr, err = cfgCheckAddr(ea); err != nil {
+			return c, err
+		}
+	}
+	// kube-apiserver joins the prefix and "leases" as paths: a trailing
+	// slash makes no difference there.
+	c.EtcdPrefix = strings.TrimRight(strings.TrimSpace(src["etcd-prefix"].value), "/")
 
 	// initial cluster
 	if ic := src["initial-cluster"]; ic.value != "" {

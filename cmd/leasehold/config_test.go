@@ -25,6 +25,7 @@ func defaultConfig() Config {
 		DiskStallTimeout:  2 * time.Second,
 		WatchHistory:      100000,
 		WatchHistoryAge:   5 * time.Minute,
+		EtcdPrefix:        "/registry",
 
 		AuthorizationMode:           "AlwaysAllow",
 		MaxRequestsInflight:         400,
@@ -368,6 +369,7 @@ func TestFlagNames(t *testing.T) {
 		"max-requests-inflight", "max-mutating-requests-inflight",
 		"peer-cert-file", "peer-key-file", "peer-trusted-ca-file", "peer-cert-allowed-cn",
 		"snapshot-threshold", "snapshot-interval", "trailing-logs", "raft-heartbeat-timeout", "write-timeout", "disk-stall-timeout", "debug-addr",
+		"etcd-addr", "etcd-prefix",
 		"watch-history", "watch-history-age",
 		"election-ping-window", "election-resync", "election-lease-duration", "candidate-gc-age"}
 	var got []string
@@ -401,6 +403,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		"peer-cert-file": "pc", "peer-key-file": "pk", "peer-trusted-ca-file": "pca", "peer-cert-allowed-cn": "cn",
 		"snapshot-threshold": "11", "snapshot-interval": "12s", "trailing-logs": "13",
 		"raft-heartbeat-timeout": "14s", "write-timeout": "15s", "disk-stall-timeout": "3s", "debug-addr": "127.0.0.1:16",
+		"etcd-addr": "127.0.0.1:25", "etcd-prefix": "/kube/",
 		"watch-history": "17", "watch-history-age": "18s",
 		"election-ping-window": "19s", "election-resync": "20s", "election-lease-duration": "21s", "candidate-gc-age": "22m",
 	}
@@ -427,6 +430,7 @@ func TestEveryFlagHasEnv(t *testing.T) {
 		PeerCertFile: "pc", PeerKeyFile: "pk", PeerTrustedCAFile: "pca", PeerCertAllowedCN: "cn",
 		SnapshotThreshold: 11, SnapshotInterval: 12 * time.Second, TrailingLogs: 13,
 		HeartbeatTimeout: 14 * time.Second, WriteTimeout: 15 * time.Second, DiskStallTimeout: 3 * time.Second, DebugAddr: "127.0.0.1:16",
+		EtcdAddr: "127.0.0.1:25", EtcdPrefix: "/kube",
 		WatchHistory: 17, WatchHistoryAge: 18 * time.Second,
 		ElectionPingWindow: 19 * time.Second, ElectionResync: 20 * time.Second,
 		ElectionLeaseDuration: 21 * time.Second, CandidateGCAge: 22 * time.Minute,

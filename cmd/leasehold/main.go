@@ -25,6 +25,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
 	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/auth"
@@ -222,6 +223,15 @@ func serve(cfg Config, logger hclog.Logger) error {
 	if cfg.DebugAddr != "" {
 		debugSrv = startDebug(cfg.DebugAddr, logger)
 	}
+	var etcdSrv *grpc.Server
+	if cfg.EtcdAddr != "" {
+		if etcdSrv, err = startEtcd(cfg, node, cert, authn, authz, logger.Named("etcd")); err != nil {
+			cancelRequests()
+			_ = srv.Close()
+			node.Close()
+			return err
+		}
+	}
 	if cfg.Join != "" {
 		go join(baseCtx, cfg, node, logger)
 	}
@@ -240,6 +250,10 @@ func serve(cfg Config, logger hclog.Logger) error {
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	cancelRequests()
+	if etcdSrv != nil {
+		// Watch streams end only when their clients go: do not wait.
+		etcdSrv.Stop()
+	}
 	_ = srv.Shutdown(ctx)
 	if debugSrv != nil {
 		_ = debugSrv.Shutdown(ctx)

@@ -1,0 +1,218 @@
+// Package etcdapi serves the etcd v3 gRPC API that kube-apiserver uses for
+// the objects it keeps in etcd (KV, Watch, Lease, Maintenance Status,
+// Cluster MemberList), over the node's replicated state, so that
+// kube-apiserver started with
+// --etcd-servers-overrides=coordination.k8s.io/leases#<leasehold nodes>
+// keeps its Leases here while the REST API serves the same objects.
+//
+// Keys PREFIX/leases/<ns>/<name> and PREFIX/leasecandidates/<ns>/<name>
+// are the REST API's objects (fsm.EtcdKeys); a revision is a Raft index,
+// the same number as a resourceVersion. Reads are linearizable (the REST
+// API's read index) unless serializable is asked for; every write is one
+// fsm.CmdTxn through the log, forwarded to the leader by the node that
+// received it, after it has validated it as the REST API would.
+package etcdapi
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
+
+	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/fsm"
+)
+
+// EmulatedVersion is the etcd release the Maintenance Status reports.
+// kube-apiserver asks every endpoint for it and turns off
+// RequestWatchProgress, for every resource of the process, below 3.4.31
+// or in [3.5.0, 3.5.13) (its feature support checker); the watch progress
+// this package answers is 3.6's.
+const EmulatedVersion = "3.6.16"
+
+// Config is what a Server serves.
+type Config struct {
+	// Node is this node of the cluster.
+	Node *cluster.Node
+	// Prefix is kube-apiserver's --etcd-prefix ("/registry").
+	Prefix string
+	// ProgressNotifyInterval is how often a watch that asked for progress
+	// notifications gets one while it has no events (etcd: 10 minutes;
+	// kube turns them into bookmarks). Zero means DefaultProgressNotify.
+	ProgressNotifyInterval time.Duration
+	Logger                 hclog.Logger
+}
+
+// DefaultProgressNotify is the default Config.ProgressNotifyInterval.
+const DefaultProgressNotify = 5 * time.Second
+
+// Server implements the etcd services over a node.
+type Server struct {
+	cfg  Config
+	node *cluster.Node
+	keys fsm.EtcdKeys
+	log  hclog.Logger
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	if cfg.Prefix == "" {
+		cfg.Prefix = "/registry"
+	}
+	if cfg.ProgressNotifyInterval == 0 {
+		cfg.ProgressNotifyInterval = DefaultProgressNotify
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	return &Server{cfg: cfg, node: cfg.Node, keys: fsm.EtcdKeys{Prefix: cfg.Prefix}, log: cfg.Logger}
+}
+
+// MaxRequestBytes bounds a request as etcd's default does (1.5 MiB, plus
+// gRPC's overhead): kube-apiserver sends up to 2 MiB.
+const MaxRequestBytes = 3<<20/2 + 512<<10
+
+// GRPCServer returns a gRPC server with every service registered.
+func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
+	opts = append([]grpc.ServerOption{
+		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		// kube-apiserver's client pings every 30 s without streams; the
+		// default policy (5 minutes) would answer too_many_pings. etcd
+		// allows 5 s.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Hour, Timeout: 20 * time.Second}),
+	}, opts...)
+	g := grpc.NewServer(opts...)
+	etcdserverpb.RegisterKVServer(g, &kvServer{s: s})
+	etcdserverpb.RegisterWatchServer(g, &watchServer{s: s})
+	etcdserverpb.RegisterMaintenanceServer(g, &maintenanceServer{s: s})
+	etcdserverpb.RegisterClusterServer(g, &clusterServer{s: s})
+	etcdserverpb.RegisterLeaseServer(g, &leaseServer{s: s})
+	return g
+}
+
+// memberID is a member's etcd id: a hash of its name.
+func memberID(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}
+
+// header is a response header at revision rev (at least 1: kube-apiserver
+// takes 0 for an error).
+func (s *Server) header(rev uint64) *etcdserverpb.ResponseHeader {
+	return &etcdserverpb.ResponseHeader{
+		ClusterId: memberID("leasehold"),
+		MemberId:  memberID(s.node.Name()),
+		Revision:  int64(max(rev, 1)),
+		RaftTerm:  s.node.Term(),
+	}
+}
+
+// compactRevision is the oldest revision reads and watches may ask for:
+// the etcd API's compaction, or the oldest the watch history still holds
+// every later event of, whichever is newer.
+func (s *Server) compactRevision() uint64 {
+	st := s.node.State()
+	_, compacted := st.Revision()
+	if dropped := st.DroppedRV(); dropped > 0 {
+		compacted = max(compacted, dropped+1)
+	}
+	return compacted
+}
+
+// errNotCapable is the answer to a write below feature level 2.
+var errNotCapable = status.Error(codes.FailedPrecondition, "etcdserver: not capable: the cluster's feature level is below 2, the first at which every member applies the etcd API's writes; upgrade every member")
+
+// writable refuses writes until the cluster's feature level has the etcd
+// API's commands.
+func (s *Server) writable() error {
+	if s.node.FeatureLevel() < 2 {
+		return errNotCapable
+	}
+	return nil
+}
+
+// toGRPC turns a cluster or FSM error into etcd's.
+func toGRPC(err error) error {
+	var ee *fsm.EtcdError
+	switch {
+	case err == nil:
+		return nil
+	case status.Code(err) != codes.Unknown:
+		return err
+	case errors.As(err, &ee):
+		return status.Error(codes.InvalidArgument, ee.Message)
+	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
+		return rpctypes.ErrGRPCNoLeader
+	case errors.Is(err, cluster.ErrUnknownOutcome):
+		return rpctypes.ErrGRPCTimeoutDueToLeaderFail
+	case errors.Is(err, cluster.ErrDiskFull):
+		return rpctypes.ErrGRPCNoSpace
+	case errors.Is(err, cluster.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+		return rpctypes.ErrGRPCTimeout
+	case errors.Is(err, context.Canceled):
+		return rpctypes.ErrGRPCCanceled
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+type maintenanceServer struct {
+	etcdserverpb.UnimplementedMaintenanceServer
+	s *Server
+}
+
+func (m *maintenanceServer) Status(ctx context.Context, _ *etcdserverpb.StatusRequest) (*etcdserverpb.StatusResponse, error) {
+	st := m.s.node.Status()
+	rev, _ := m.s.node.State().Revision()
+	resp := &etcdserverpb.StatusResponse{
+		Header:           m.s.header(rev),
+		Version:          EmulatedVersion,
+		DbSize:           st.DBSize,
+		DbSizeInUse:      st.DBSize,
+		RaftIndex:        st.CommitIndex,
+		RaftTerm:         st.Term,
+		RaftAppliedIndex: st.AppliedIndex,
+		StorageVersion:   "3.6.0",
+	}
+	if st.Leader != nil {
+		resp.Leader = memberID(st.Leader.Name)
+	}
+	for _, mb := range st.Members {
+		if mb.Name == st.Name {
+			resp.IsLearner = mb.Suffrage != "voter"
+		}
+	}
+	return resp, nil
+}
+
+type clusterServer struct {
+	etcdserverpb.UnimplementedClusterServer
+	s *Server
+}
+
+// MemberList lists the Raft members: their peer addresses, and this
+// node's own etcd client URL where known.
+func (c *clusterServer) MemberList(ctx context.Context, _ *etcdserverpb.MemberListRequest) (*etcdserverpb.MemberListResponse, error) {
+	st := c.s.node.Status()
+	rev, _ := c.s.node.State().Revision()
+	resp := &etcdserverpb.MemberListResponse{Header: c.s.header(rev)}
+	for _, mb := range st.Members {
+		m := &etcdserverpb.Member{
+			ID:        memberID(mb.Name),
+			Name:      mb.Name,
+			PeerURLs:  []string{"https://" + mb.PeerAddr},
+			IsLearner: mb.Suffrage != "voter",
+		}
+		resp.Members = append(resp.Members, m)
+	}
+	return resp, nil
+}
