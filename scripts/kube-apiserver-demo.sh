@@ -39,8 +39,9 @@
 #     DEMO_API_PORT_BASE        leasehold node i's API port BASE+100+i
 #     DEMO_PEER_PORT_BASE       leasehold node i's Raft port BASE+200+i
 #     DEMO_ETCD_PORT_BASE       leasehold node i's etcd port BASE+300+i
-#   SECURE            1 (default): leasehold over TLS (https:// overrides with --etcd-cafile,
-#                     --etcd-certfile and --etcd-keyfile from leasehold's admin); 0: plaintext
+#   SECURE            1 (default, but 0 for bench): leasehold over TLS (https:// overrides with
+#                     --etcd-cafile, --etcd-certfile and --etcd-keyfile of leasehold's admin);
+#                     0: plaintext, as the etcd runs
 #   KUBECTL           kubectl to use, default kubectl on PATH
 #   ETCD_BIN, KUBE_APISERVER_BIN   binaries to use instead of scripts/etcd-bin.sh's and
 #                     scripts/kube-apiserver-bin.sh's
@@ -69,6 +70,7 @@ is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 
 LEASES_ON=${LEASES_ON:-leasehold}
 [[ $LEASES_ON == leasehold || $LEASES_ON == etcd ]] || die "LEASES_ON must be leasehold or etcd, got '$LEASES_ON'"
+SECURE_GIVEN=${SECURE:+yes}
 SECURE=${SECURE:-1}
 [[ $SECURE == 0 || $SECURE == 1 ]] || die "SECURE must be 0 or 1, got '$SECURE'"
 
@@ -767,7 +769,7 @@ ensure_binaries_light() { # what check needs against a running demo
 
 # ---------------------------------------------------------------- bench
 
-# cpu_ticks PID...: user+system clock ticks the processes used so far
+# cpu_ticks PID...: user+system clock ticks the processes used so far (0 for one that is gone)
 cpu_ticks() {
 	local pid sum=0 stat rest
 	local -a f
@@ -793,21 +795,29 @@ store_pids() {
 	fi
 }
 
+# json_num FILE KEY: the first number after "KEY": in leasebench's JSON result
+json_num() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -n 1 | sed 's/.*: //'; }
+
 cmd_bench() {
 	local stores=${BENCH_STORES:-etcd leasehold} duration=${DURATION:-10s} rounds=${ROUNDS:-3}
 	local clients=${CLIENTS:-64} leases=${LEASES:-1000} results=${RESULTS:-} keep=1
 	if ! is_uint "$rounds" || ((rounds == 0)); then die "ROUNDS must be a positive number"; fi
 	if ! is_uint "$clients" || ! is_uint "$leases"; then die "CLIENTS and LEASES must be whole numbers"; fi
+	for store in $stores; do
+		[[ $store == etcd || $store == leasehold ]] || die "BENCH_STORES holds '$store' (want etcd and/or leasehold)"
+	done
 	if running_mode >/dev/null; then
 		die "a demo runs in $DEMO_DIR; '$PROG down' first (bench starts a fresh one per store)"
 	fi
-	[[ -n $results ]] || {
+	if [[ -z $results ]]; then
 		results=$(mktemp -d)
 		keep=0
-	}
+	fi
 	mkdir -p "$results"
+	# The etcd runs plaintext, so leasehold does too unless SECURE is set.
+	[[ -n $SECURE_GIVEN ]] || SECURE=0
 	(cd "$ROOT" && go build -o bin/leasebench ./cmd/leasebench) || die "building leasebench failed"
-	local hz store r lines=() summary=()
+	local hz store r lines=() f kas_pid spids sampler t1 secs
 	hz=$(getconf CLK_TCK)
 	for store in $stores; do
 		if [[ $store == leasehold ]] && ! cluster_sh_serves_etcd; then
@@ -817,50 +827,70 @@ cmd_bench() {
 		LEASES_ON=$store
 		say "bench: Leases on $store"
 		cmd_up >/dev/null
-		trap 'stop_all' EXIT
+		sampler=
+		trap 'if [[ -n $sampler ]]; then kill "$sampler" 2>/dev/null || true; fi; stop_all' EXIT
 		kas_kubectl create namespace leasebench >/dev/null 2>&1 || true
-		local kas_pid spids s0 k0 s1 k1 t0 t1
 		kas_pid=$(proc_pid kube-apiserver)
 		mapfile -t spids < <(store_pids)
+		((${#spids[@]} > 0)) || die "found no process of the lease store"
 		for ((r = 1; r <= rounds; r++)); do
-			s0=$(cpu_ticks "${spids[@]}")
-			k0=$(cpu_ticks "$kas_pid")
-			t0=$(date +%s.%N)
+			f=$results/$store-$r
+			# CPU ticks of the lease store and of kube-apiserver every 0.2 s, so that the cores
+			# they used can be read over leasebench's measured time alone (not its setup).
+			(
+				while :; do
+					echo "$(date +%s.%N) $(cpu_ticks "${spids[@]}") $(cpu_ticks "$kas_pid")"
+					sleep 0.2
+				done
+			) >"$f.cpu" &
+			sampler=$!
 			"$ROOT/bin/leasebench" --endpoints "$KAS_URL" --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
 				--clients "$clients" --leases "$leases" --duration "$duration" --label "kas+$store" \
-				--json "$results/$store-$r.json" renew >"$results/$store-$r.txt" 2>&1 || {
-				cat "$results/$store-$r.txt" >&2
+				--json "$f.json" renew >"$f.txt" 2>&1 || {
+				cat "$f.txt" >&2
 				die "leasebench failed"
 			}
 			t1=$(date +%s.%N)
-			s1=$(cpu_ticks "${spids[@]}")
-			k1=$(cpu_ticks "$kas_pid")
-			head -n 1 "$results/$store-$r.txt"
-			lines+=("$store $r $(grep -o '"opsPerSec": [0-9.]*' "$results/$store-$r.json" | grep -o '[0-9.]*$') \
-$(grep -o '"P50": [0-9.]*' "$results/$store-$r.json" | head -n 1 | grep -o '[0-9.]*$') \
-$(grep -o '"P99": [0-9.]*' "$results/$store-$r.json" | head -n 1 | grep -o '[0-9.]*$') \
-$(grep -o '"errors": [0-9]*' "$results/$store-$r.json" | grep -o '[0-9]*$') \
-$(awk -v a="$k0" -v b="$k1" -v h="$hz" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.2f", (b - a) / h / (y - x) }') \
-$(awk -v a="$s0" -v b="$s1" -v h="$hz" -v x="$t0" -v y="$t1" 'BEGIN { printf "%.2f", (b - a) / h / (y - x) }')")
+			sleep 0.3
+			kill "$sampler" 2>/dev/null || true
+			wait "$sampler" 2>/dev/null || true
+			sampler=
+			sed 's/^/  /' "$f.txt"
+			secs=$(json_num "$f.json" seconds)
+			# store round ops/s p50 p99 errors store-cores kas-cores
+			lines+=("$store $r $(json_num "$f.json" opsPerSec) $(json_num "$f.json" P50) $(json_num "$f.json" P99) \
+$(json_num "$f.json" errors) $(awk -v from="$(awk -v a="$t1" -v b="$secs" 'BEGIN { printf "%.3f", a - b }')" -v to="$t1" -v hz="$hz" '
+	$1 >= from && !t0 { t0 = $1; s0 = $2; k0 = $3 }
+	$1 <= to { t = $1; s = $2; k = $3 }
+	END { d = t - t0; if (d <= 0) { print "- -"; exit } printf "%.2f %.2f", (s - s0) / hz / d, (k - k0) / hz / d }' "$f.cpu")")
 		done
 		trap - EXIT
 		stop_all
 	done
 	((${#lines[@]} > 0)) || die "nothing was measured"
 	echo
-	echo "kube-apiserver renewing Leases: $clients clients, $leases Leases, $duration x $rounds rounds per store"
-	echo "(cores: CPU time over wall time of the whole run, including leasebench's setup)"
-	printf '%-10s %-6s %10s %9s %9s %7s %10s %11s\n' store round ops/s p50ms p99ms errors kas-cores store-cores
+	echo "kube-apiserver v1.36.3 renewing Leases (leasebench renew through it, TLS, a connection per client):"
+	echo "$clients clients, $leases Leases, $duration x $rounds rounds per store, each store on a fresh demo."
+	echo "cores: CPU time over the measured time, of the lease store's three processes and of kube-apiserver;"
+	echo "µs/op: their CPU time per renewal. The machine's other cores went to leasebench and the main etcd."
+	if ((SECURE == 1)); then
+		echo "kube-apiserver talks TLS with client certificates to leasehold (SECURE=1), plaintext to the etcd."
+	else
+		echo "kube-apiserver talks plaintext gRPC to either store (leasehold with SECURE=0)."
+	fi
+	printf '%-10s %-5s %8s %8s %8s %6s %11s %9s %10s %8s\n' store round ops/s p50ms p99ms errors store-cores kas-cores store-µs/op kas-µs/op
 	local l
 	for l in "${lines[@]}"; do
-		# shellcheck disable=SC2086 # fields on purpose
-		printf '%-10s %-6s %10.0f %9.2f %9.2f %7s %10s %11s\n' $l
+		awk '{
+			so = ($7 == "-" || $3 == 0) ? "-" : sprintf("%.0f", $7 / $3 * 1e6)
+			ko = ($8 == "-" || $3 == 0) ? "-" : sprintf("%.0f", $8 / $3 * 1e6)
+			printf "%-10s %-5s %8.0f %8.2f %8.2f %6s %11s %9s %10s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, so, ko }' <<<"$l"
 	done
+	echo "medians:"
 	for store in $stores; do
-		summary+=("$(printf '%s\n' "${lines[@]}" | awk -v s="$store" '$1 == s { print $3 }' | sort -n |
-			awk -v s="$store" '{ v[NR] = $1 } END { if (NR) printf "%s median ops/s %.0f", s, v[int((NR + 1) / 2)] }')")
+		printf '%s\n' "${lines[@]}" | awk -v s="$store" '$1 == s' | sort -k3,3n |
+			awk -v s="$store" '{ v[NR] = $3; p[NR] = $4 } END { if (NR) printf "  %-10s ops/s %.0f (p50 of that round %.2f ms)\n", s, v[int((NR + 1) / 2)], p[int((NR + 1) / 2)] }'
 	done
-	printf '%s\n' "${summary[@]}" | sed '/^$/d'
 	if ((keep == 1)); then
 		echo "results in $results"
 	else
