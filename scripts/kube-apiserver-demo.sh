@@ -7,8 +7,10 @@
 #   scripts/kube-apiserver-demo.sh status  what runs, one line per process
 #   scripts/kube-apiserver-demo.sh down    stop everything the demo started (only the pids it recorded)
 #   scripts/kube-apiserver-demo.sh bench   kube-apiserver renewing Leases at 64 clients (cmd/leasebench
-#                                          through kube-apiserver) with the Leases on etcd, then on
-#                                          leasehold, each on a fresh demo; a table side by side
+#                                          through kube-apiserver): a demo with the Leases on etcd and
+#                                          one on leasehold, both fresh and running at once (DEMO_DIR-bench/,
+#                                          ports DEMO_PORT_BASE+1000 and +1500), rounds alternating
+#                                          between them; a table side by side
 #
 # What runs, all on 127.0.0.1, all data, certificates and logs under DEMO_DIR:
 #   - a one-member etcd (scripts/etcd-bin.sh) for kube-apiserver's main store;
@@ -783,68 +785,93 @@ cpu_ticks() {
 	echo "$sum"
 }
 
-store_pids() {
-	local i pid
-	if [[ $LEASES_ON == etcd ]]; then
-		for i in "${MEMBERS[@]}"; do proc_pid "etcd-leases-$i" || true; done
-	else
-		for i in "${MEMBERS[@]}"; do
-			pid=$(head -n 1 "$LEASEHOLD_DATA_DIR/n$i/n$i.pid" 2>/dev/null) || continue
-			[[ -d /proc/$pid ]] && echo "$pid"
-		done
-	fi
-}
-
 # json_num FILE KEY: the first number after "KEY": in leasebench's JSON result
 json_num() { grep -o "\"$2\": [0-9.e+-]*" "$1" | head -n 1 | sed 's/.*: //'; }
 
+# bench_demo STORE COMMAND: this script's COMMAND (up or down) on the bench's demo of STORE:
+# its own DEMO_DIR and ports (DEMO_PORT_BASE+1000 with etcd, +1500 with leasehold), so that
+# both run at once and the rounds alternate between them.
+bench_demo() {
+	local off=1000
+	[[ $1 == etcd ]] || off=1500
+	env -u DEMO_KAS_PORT -u DEMO_MAIN_ETCD_PORT -u DEMO_LEASE_ETCD_PORT_BASE -u DEMO_API_PORT_BASE \
+		-u DEMO_PEER_PORT_BASE -u DEMO_ETCD_PORT_BASE \
+		DEMO_DIR="$DEMO_DIR-bench/$1" DEMO_PORT_BASE=$((DEMO_PORT_BASE + off)) LEASES_ON="$1" SECURE="$SECURE" \
+		"${BASH_SOURCE[0]}" "$2"
+}
+
+bench_stop() {
+	local store
+	for store in "$@"; do
+		bench_demo "$store" down >/dev/null 2>&1 || say "stopping the bench's $store demo failed"
+	done
+}
+
 cmd_bench() {
-	local stores=${BENCH_STORES:-etcd leasehold} duration=${DURATION:-10s} rounds=${ROUNDS:-3}
-	local clients=${CLIENTS:-64} leases=${LEASES:-1000} results=${RESULTS:-} keep=1
+	local stores=() duration=${DURATION:-10s} rounds=${ROUNDS:-3}
+	local clients=${CLIENTS:-64} leases=${LEASES:-1000} results=${RESULTS:-} keep=1 store
 	if ! is_uint "$rounds" || ((rounds == 0)); then die "ROUNDS must be a positive number"; fi
 	if ! is_uint "$clients" || ! is_uint "$leases"; then die "CLIENTS and LEASES must be whole numbers"; fi
-	for store in $stores; do
+	for store in ${BENCH_STORES:-etcd leasehold}; do
 		[[ $store == etcd || $store == leasehold ]] || die "BENCH_STORES holds '$store' (want etcd and/or leasehold)"
+		if [[ $store == leasehold ]] && ! cluster_sh_serves_etcd; then
+			say "skipping leasehold: scripts/cluster.sh does not take ETCD_PORT_BASE yet"
+			continue
+		fi
+		stores+=("$store")
 	done
-	if running_mode >/dev/null; then
-		die "a demo runs in $DEMO_DIR; '$PROG down' first (bench starts a fresh one per store)"
-	fi
+	((${#stores[@]} > 0)) || die "no store to measure"
+	# The etcd runs plaintext, so leasehold does too unless SECURE is set.
+	[[ -n $SECURE_GIVEN ]] || SECURE=0
 	if [[ -z $results ]]; then
 		results=$(mktemp -d)
 		keep=0
 	fi
 	mkdir -p "$results"
-	# The etcd runs plaintext, so leasehold does too unless SECURE is set.
-	[[ -n $SECURE_GIVEN ]] || SECURE=0
 	(cd "$ROOT" && go build -o bin/leasebench ./cmd/leasebench) || die "building leasebench failed"
-	local hz store r lines=() f kas_pid spids sampler t1 secs
+
+	local sampler=
+	# shellcheck disable=SC2064 # the stores are fixed now
+	trap "if [[ -n \$sampler ]]; then kill \$sampler 2>/dev/null || true; fi; bench_stop ${stores[*]}" EXIT
+	local -A kas_url=() kas_pid=() spids_of=() pki=()
+	local dir i pids
+	for store in "${stores[@]}"; do
+		say "bench: starting a demo with the Leases on $store"
+		bench_demo "$store" up >/dev/null || die "the bench's $store demo did not start"
+		dir=$DEMO_DIR-bench/$store
+		pki[$store]=$dir/pki
+		kas_url[$store]=https://127.0.0.1:$(sed -n 's/^--secure-port=//p' "$dir/kube-apiserver/args")
+		kas_pid[$store]=$(head -n 1 "$dir/kube-apiserver/pid")
+		pids=
+		for i in "${MEMBERS[@]}"; do
+			if [[ $store == etcd ]]; then
+				pids+=" $(head -n 1 "$dir/etcd-leases-$i/pid")"
+			else
+				pids+=" $(head -n 1 "$dir/leasehold/n$i/n$i.pid")"
+			fi
+		done
+		spids_of[$store]=$pids
+		"$KUBECTL" --kubeconfig "$dir/kubeconfig" create namespace leasebench >/dev/null 2>&1 || true
+	done
+
+	local hz r f t1 secs lines=() order=("${stores[@]}")
 	hz=$(getconf CLK_TCK)
-	for store in $stores; do
-		if [[ $store == leasehold ]] && ! cluster_sh_serves_etcd; then
-			say "skipping leasehold: scripts/cluster.sh does not take ETCD_PORT_BASE yet"
-			continue
-		fi
-		LEASES_ON=$store
-		say "bench: Leases on $store"
-		cmd_up >/dev/null
-		sampler=
-		trap 'if [[ -n $sampler ]]; then kill "$sampler" 2>/dev/null || true; fi; stop_all' EXIT
-		kas_kubectl create namespace leasebench >/dev/null 2>&1 || true
-		kas_pid=$(proc_pid kube-apiserver)
-		mapfile -t spids < <(store_pids)
-		((${#spids[@]} > 0)) || die "found no process of the lease store"
-		for ((r = 1; r <= rounds; r++)); do
+	for ((r = 1; r <= rounds; r++)); do
+		for store in "${order[@]}"; do
 			f=$results/$store-$r
+			say "bench: round $r, Leases on $store"
 			# CPU ticks of the lease store and of kube-apiserver every 0.2 s, so that the cores
 			# they used can be read over leasebench's measured time alone (not its setup).
 			(
+				# shellcheck disable=SC2086 # a list of pids
 				while :; do
-					echo "$(date +%s.%N) $(cpu_ticks "${spids[@]}") $(cpu_ticks "$kas_pid")"
+					echo "$(date +%s.%N) $(cpu_ticks ${spids_of[$store]}) $(cpu_ticks "${kas_pid[$store]}")"
 					sleep 0.2
 				done
 			) >"$f.cpu" &
 			sampler=$!
-			"$ROOT/bin/leasebench" --endpoints "$KAS_URL" --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+			"$ROOT/bin/leasebench" --endpoints "${kas_url[$store]}" \
+				--cacert "${pki[$store]}/ca.crt" --cert "${pki[$store]}/admin.crt" --key "${pki[$store]}/admin.key" \
 				--clients "$clients" --leases "$leases" --duration "$duration" --label "kas+$store" \
 				--json "$f.json" renew >"$f.txt" 2>&1 || {
 				cat "$f.txt" >&2
@@ -864,13 +891,16 @@ $(json_num "$f.json" errors) $(awk -v from="$(awk -v a="$t1" -v b="$secs" 'BEGIN
 	$1 <= to { t = $1; s = $2; k = $3 }
 	END { d = t - t0; if (d <= 0) { print "- -"; exit } printf "%.2f %.2f", (s - s0) / hz / d, (k - k0) / hz / d }' "$f.cpu")")
 		done
-		trap - EXIT
-		stop_all
+		# alternate which store goes first
+		order=("${order[@]:1}" "${order[0]}")
 	done
-	((${#lines[@]} > 0)) || die "nothing was measured"
+	trap - EXIT
+	bench_stop "${stores[@]}"
+
 	echo
 	echo "kube-apiserver v1.36.3 renewing Leases (leasebench renew through it, TLS, a connection per client):"
-	echo "$clients clients, $leases Leases, $duration x $rounds rounds per store, each store on a fresh demo."
+	echo "$clients clients, $leases Leases, $duration x $rounds rounds per store; both demos run throughout,"
+	echo "the rounds alternate, so only one is under load at a time."
 	echo "cores: CPU time over the measured time, of the lease store's three processes and of kube-apiserver;"
 	echo "µs/op: their CPU time per renewal. The machine's other cores went to leasebench and the main etcd."
 	if ((SECURE == 1)); then
@@ -886,10 +916,17 @@ $(json_num "$f.json" errors) $(awk -v from="$(awk -v a="$t1" -v b="$secs" 'BEGIN
 			ko = ($8 == "-" || $3 == 0) ? "-" : sprintf("%.0f", $8 / $3 * 1e6)
 			printf "%-10s %-5s %8.0f %8.2f %8.2f %6s %11s %9s %10s %8s\n", $1, $2, $3, $4, $5, $6, $7, $8, so, ko }' <<<"$l"
 	done
-	echo "medians:"
-	for store in $stores; do
-		printf '%s\n' "${lines[@]}" | awk -v s="$store" '$1 == s' | sort -k3,3n |
-			awk -v s="$store" '{ v[NR] = $3; p[NR] = $4 } END { if (NR) printf "  %-10s ops/s %.0f (p50 of that round %.2f ms)\n", s, v[int((NR + 1) / 2)], p[int((NR + 1) / 2)] }'
+	echo "medians of the rounds:"
+	for store in "${stores[@]}"; do
+		printf '%s\n' "${lines[@]}" | awk -v s="$store" '$1 == s' | awk '
+			function median(a, n,   i, j, t) {
+				for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+			}
+			{ n++; ops[n] = $3; p50[n] = $4; p99[n] = $5; if ($7 != "-") { m++; so[m] = $7 / $3 * 1e6; ko[m] = $8 / $3 * 1e6 } }
+			END { printf "  %-10s ops/s %.0f  p50 %.2f ms  p99 %.2f ms", $1, median(ops, n), median(p50, n), median(p99, n)
+				if (m) printf "  store %.0f µs/op  kube-apiserver %.0f µs/op", median(so, m), median(ko, m)
+				printf "\n" }'
 	done
 	if ((keep == 1)); then
 		echo "results in $results"
@@ -899,7 +936,7 @@ $(json_num "$f.json" errors) $(awk -v from="$(awk -v a="$t1" -v b="$secs" 'BEGIN
 }
 
 usage() {
-	sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 case ${1:-} in
