@@ -39,7 +39,9 @@ func newEtcdCluster(t *testing.T) *etcdCluster {
 		}
 		g := srv.GRPCServer()
 		go func() { _ = g.Serve(ln) }()
-		t.Cleanup(g.Stop)
+		ctx, cancel := context.WithCancel(context.Background())
+		go srv.Run(ctx)
+		t.Cleanup(func() { cancel(); g.Stop() })
 		c.endpoints = append(c.endpoints, ln.Addr().String())
 	}
 	// Writes wait for feature level 2, which the leader raises once every
@@ -343,5 +345,68 @@ func TestWatch(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch from a compacted revision not canceled within 10s")
+	}
+}
+
+// TestLeases: a key attached to a lease that is not kept alive is deleted
+// through the log when the lease expires (a watch sees the delete); one
+// kept alive outlives its TTL; revoking deletes its keys; a put naming an
+// unknown lease is refused.
+func TestLeases(t *testing.T) {
+	c := newEtcdCluster(t)
+	ctx := ctxT(t)
+	cl := c.client(t, c.Follower())
+
+	short, err := cl.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put, err := cl.Put(ctx, "/registry/events/default/e1", "x", clientv3.WithLease(short.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wch := cl.Watch(ctx, "/registry/events/default/e1", clientv3.WithRev(put.Header.Revision+1))
+	start := time.Now()
+	select {
+	case r := <-wch:
+		if len(r.Events) != 1 || r.Events[0].Type != mvccpb.DELETE {
+			t.Fatalf("want the key's deletion, got %+v", r)
+		}
+		t.Logf("a key of a 1s lease was deleted %v after its put", time.Since(start).Round(time.Millisecond))
+	case <-time.After(10 * time.Second):
+		t.Fatal("key of an expired lease still there after 10s")
+	}
+	if ttl, err := cl.TimeToLive(ctx, short.ID); err != nil || ttl.TTL != -1 {
+		t.Fatalf("expired lease's time to live: %v %v, want -1", ttl, err)
+	}
+
+	kept, err := cl.Grant(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Put(ctx, "/registry/events/default/e2", "y", clientv3.WithLease(kept.ID)); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		if _, err := cl.KeepAliveOnce(ctx, kept.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if got, err := cl.Get(ctx, "/registry/events/default/e2"); err != nil || len(got.Kvs) != 1 || got.Kvs[0].Lease != int64(kept.ID) {
+		t.Fatalf("key of a lease kept alive for 2.4s: %v %v", got, err)
+	}
+	ttl, err := cl.TimeToLive(ctx, kept.ID, clientv3.WithAttachedKeys())
+	if err != nil || ttl.GrantedTTL != 1 || len(ttl.Keys) != 1 {
+		t.Fatalf("time to live: %+v %v", ttl, err)
+	}
+	if _, err := cl.Revoke(ctx, kept.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.Get(ctx, "/registry/events/default/e2"); err != nil || len(got.Kvs) != 0 {
+		t.Fatalf("key of a revoked lease: %v %v", got, err)
+	}
+	if _, err := cl.Put(ctx, "/registry/events/default/e3", "z", clientv3.WithLease(kept.ID)); !errors.Is(err, rpctypes.ErrLeaseNotFound) {
+		t.Fatalf("put with a revoked lease: %v, want %v", err, rpctypes.ErrLeaseNotFound)
 	}
 }

@@ -141,6 +141,12 @@ func (s *Server) writable() error {
 	return nil
 }
 
+// fsmErrors are the FSM's refusals that are etcd's own errors.
+var fsmErrors = map[string]error{
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaseNotFound): rpctypes.ErrGRPCLeaseNotFound,
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaseExist):    rpctypes.ErrGRPCLeaseExist,
+}
+
 // toGRPC turns a cluster or FSM error into etcd's.
 func toGRPC(err error) error {
 	var ee *fsm.EtcdError
@@ -150,6 +156,9 @@ func toGRPC(err error) error {
 	case status.Code(err) != codes.Unknown:
 		return err
 	case errors.As(err, &ee):
+		if known, ok := fsmErrors[ee.Message]; ok {
+			return known
+		}
 		return status.Error(codes.InvalidArgument, ee.Message)
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
 		return rpctypes.ErrGRPCNoLeader

@@ -264,6 +264,14 @@ func (st *stream) catchUp(w *watch, buf []state.Event, sn *state.Snapshot, compa
 	}
 	since := s.node.State().AppendEventsSince(buf[:0], w.next-1)
 	buf = since.Events
+	if w.prevKV {
+		// After etcd compacts to C, an event at C has lost its previous
+		// value: kube-apiserver, which needs it, gets an error there, as
+		// it gets 410 before C. Here both are 410.
+		if _, compacted := s.node.State().Revision(); compacted > 0 {
+			compact = max(compact, compacted+1)
+		}
+	}
 	if w.next < compact || since.Expired || since.Generation != w.gen {
 		err := st.srv.Send(&etcdserverpb.WatchResponse{
 			Header: s.header(sn.Revision), WatchId: w.id, Canceled: true,

@@ -32,6 +32,12 @@ const (
 	// CmdCompact records the etcd API's compaction to Revision, written
 	// from feature level 2.
 	CmdCompact CommandType = 7
+	// CmdLeaseGrant creates the etcd lease LeaseID of TTL seconds,
+	// CmdLeaseKeepAlive renews it, CmdLeaseRevoke removes it once no key
+	// is attached to it; written from feature level 2.
+	CmdLeaseGrant     CommandType = 8
+	CmdLeaseKeepAlive CommandType = 9
+	CmdLeaseRevoke    CommandType = 10
 
 	skippable CommandType = 0x80
 )
@@ -63,6 +69,12 @@ func (t CommandType) String() string {
 		return "txn"
 	case CmdCompact:
 		return "compact"
+	case CmdLeaseGrant:
+		return "lease-grant"
+	case CmdLeaseKeepAlive:
+		return "lease-keepalive"
+	case CmdLeaseRevoke:
+		return "lease-revoke"
 	}
 	return fmt.Sprintf("type-%d", uint8(t))
 }
@@ -93,6 +105,8 @@ type Command struct {
 	Txn    []byte
 	// Revision is CmdCompact's revision.
 	Revision uint64
+	// LeaseID and TTL (seconds) are the etcd lease commands'.
+	LeaseID, TTL uint64
 }
 
 // Payload layout after the type byte (version 1 of every type): a uvarint
@@ -110,6 +124,8 @@ const (
 	tagPrefix    = 8
 	tagTxn       = 9
 	tagRevision  = 10
+	tagLeaseID   = 11
+	tagTTL       = 12
 )
 
 // Encode returns the log entry bytes for c.
@@ -147,6 +163,12 @@ func (c *Command) Encode() []byte {
 	}
 	if c.Revision != 0 {
 		add(tagRevision, c.Revision)
+	}
+	if c.LeaseID != 0 {
+		add(tagLeaseID, c.LeaseID)
+	}
+	if c.TTL != 0 {
+		add(tagTTL, c.TTL)
 	}
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	for _, f := range fields {
@@ -194,16 +216,21 @@ func DecodeCommand(data []byte) (*Command, error) {
 			}
 		case tagExpectUID:
 			c.ExpectUID = string(r.bytes())
-		case tagLevel, tagRevision:
+		case tagLevel, tagRevision, tagLeaseID, tagTTL:
 			inner := reader{b: r.bytes()}
 			v := inner.uvarint()
 			if inner.err != nil && r.err == nil {
 				r.err = inner.err
 			}
-			if tag == tagLevel {
+			switch tag {
+			case tagLevel:
 				c.Level = v
-			} else {
+			case tagRevision:
 				c.Revision = v
+			case tagLeaseID:
+				c.LeaseID = v
+			case tagTTL:
+				c.TTL = v
 			}
 		case tagPrefix:
 			c.Prefix = string(r.bytes())

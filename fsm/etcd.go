@@ -508,6 +508,9 @@ func (f *FSM) etcdPut(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserver
 	cur := txn.Get(k)
 	var stored []byte
 	if k.Resource == RawResource {
+		if req.Lease != 0 && txn.Get(state.Key{Resource: LeaseResource, Name: LeaseName(req.Lease)}) == nil {
+			return nil, &EtcdError{Message: "etcdserver: requested lease not found"}
+		}
 		r := &RawValue{ObjectMeta: metav1.ObjectMeta{Name: key}, Value: req.Value, Lease: req.Lease}
 		stored, _ = r.Marshal()
 	} else {
@@ -569,4 +572,101 @@ func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdser
 		txn.Delete(tomb, d.o, at)
 	}
 	return resp, nil
+}
+
+// LeaseResource holds the etcd API's leases: a RawValue named by
+// LeaseName, its value the lease's TTL and deadline (EtcdLease).
+const LeaseResource = "etcdleases"
+
+// LeaseName is the state name of lease id: fixed-width hex, so that the
+// state orders leases by id.
+func LeaseName(id int64) string { return fmt.Sprintf("%016x", uint64(id)) }
+
+// EtcdLease is an etcd lease as the state holds it.
+type EtcdLease struct {
+	ID int64
+	// TTL is the granted time to live in seconds; Deadline the leader's
+	// append time of the last grant or keep-alive plus TTL (unix nanos).
+	TTL      int64
+	Deadline int64
+}
+
+// LeaseOf decodes the lease o holds.
+func LeaseOf(o *state.Object) (EtcdLease, error) {
+	r, ok := o.Obj.(*RawValue)
+	if !ok {
+		return EtcdLease{}, fmt.Errorf("%s is a %T", o.Key(), o.Obj)
+	}
+	id, err := strconv.ParseUint(r.Name, 16, 64)
+	if err != nil {
+		return EtcdLease{}, fmt.Errorf("lease name %q: %v", r.Name, err)
+	}
+	rd := reader{b: r.Value}
+	l := EtcdLease{ID: int64(id), TTL: int64(rd.uvarint()), Deadline: rd.varint()}
+	return l, rd.err
+}
+
+// LeaseKeys yields the raw keys attached to lease id in v.
+func LeaseKeys(v Viewer, id int64) iter.Seq[*state.Object] {
+	return func(yield func(*state.Object) bool) {
+		v.Ascend(RawResource+"//", func(o *state.Object) bool {
+			if o.Resource != RawResource {
+				return false
+			}
+			if o.Obj.(*RawValue).Lease == id {
+				return yield(o)
+			}
+			return true
+		})
+	}
+}
+
+// applyLease grants, renews or revokes an etcd lease. The deadline is the
+// entry's append time on the leader plus the TTL, the same on every node.
+func (f *FSM) applyLease(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *Result {
+	id := int64(cmd.LeaseID)
+	k := state.Key{Resource: LeaseResource, Name: LeaseName(id)}
+	cur := txn.Get(k)
+	notFound := &Result{Err: &EtcdError{Message: "etcdserver: requested lease not found"}}
+	put := func(ttl int64) *Result {
+		b := binary.AppendUvarint(nil, uint64(ttl))
+		b = binary.AppendVarint(b, at+ttl*1e9)
+		r := &RawValue{ObjectMeta: metav1.ObjectMeta{Name: k.Name, ResourceVersion: strconv.FormatUint(l.Index, 10)}, Value: b}
+		o := state.NewObject(LeaseResource, l.Index, r, nil)
+		if cur == nil {
+			o.CreateRV, o.KeyVersion = l.Index, 1
+		} else {
+			o.CreateRV, o.KeyVersion = cur.CreateRV, cur.KeyVersion+1
+		}
+		txn.Put(o, cur, at)
+		return &Result{Object: o}
+	}
+	switch cmd.Type {
+	case CmdLeaseGrant:
+		if cur != nil {
+			return &Result{Err: &EtcdError{Message: "etcdserver: lease already exists"}}
+		}
+		return put(int64(cmd.TTL))
+	case CmdLeaseKeepAlive:
+		if cur == nil {
+			return notFound
+		}
+		lease, err := LeaseOf(cur)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
+		}
+		return put(lease.TTL)
+	default: // CmdLeaseRevoke
+		if cur == nil {
+			return notFound
+		}
+		for range LeaseKeys(txn, id) {
+			// Keys go first, one entry each (one event per index).
+			return &Result{Err: &EtcdError{Message: "etcdserver: lease still has keys attached"}}
+		}
+		tomb := newTombstone(cur, l.Index, cur.Obj.DeepCopyObject())
+		tomb.Obj.(*RawValue).ResourceVersion = strconv.FormatUint(l.Index, 10)
+		txn.Delete(tomb, cur, at)
+		return &Result{}
+	}
 }

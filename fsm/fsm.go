@@ -69,8 +69,9 @@ func DefaultTypes() Types {
 		"clusterrolebindings": func() StoredObject {
 			return &rbacv1.ClusterRoleBinding{TypeMeta: metav1.TypeMeta{Kind: "ClusterRoleBinding", APIVersion: rbacAPIVersion}}
 		},
-		// The etcd API's keys that are no REST object.
-		RawResource: func() StoredObject { return &RawValue{} },
+		// The etcd API's keys that are no REST object, and its leases.
+		RawResource:   func() StoredObject { return &RawValue{} },
+		LeaseResource: func() StoredObject { return &RawValue{} },
 	}
 }
 
@@ -198,6 +199,8 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 	case CmdCompact:
 		txn.Compact(cmd.Revision)
 		return &Result{}
+	case CmdLeaseGrant, CmdLeaseKeepAlive, CmdLeaseRevoke:
+		return f.applyLease(txn, l, cmd, at)
 	case CmdFeatureLevel:
 		if cmd.Level > MaxFeatureLevel {
 			// Stopping beats applying later entries this release may

@@ -24,7 +24,7 @@ import (
 // it serves the same certificate and requires a client certificate signed
 // by --client-ca-file, of a user the authorizer allows everything on
 // leases and leasecandidates: the etcd API has no finer permissions.
-func startEtcd(cfg Config, node *cluster.Node, cert *servingCert, authn *auth.Authenticator, authz auth.Authorizer, logger hclog.Logger) (*grpc.Server, error) {
+func startEtcd(ctx context.Context, cfg Config, node *cluster.Node, cert *servingCert, authn *auth.Authenticator, authz auth.Authorizer, logger hclog.Logger) (*grpc.Server, error) {
 	srv := etcdapi.New(etcdapi.Config{Node: node, Prefix: cfg.EtcdPrefix, Logger: logger})
 	var opts []grpc.ServerOption
 	if cert != nil {
@@ -65,6 +65,7 @@ func startEtcd(cfg Config, node *cluster.Node, cert *servingCert, authn *auth.Au
 			logger.Error("etcd API server failed", "error", err)
 		}
 	}()
+	go srv.Run(ctx) // revokes expired etcd leases while this node leads
 	logger.Info("serving the etcd v3 API", "addr", cfg.EtcdAddr, "prefix", cfg.EtcdPrefix, "tls", cert != nil)
 	return g, nil
 }

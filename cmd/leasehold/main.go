@@ -225,7 +225,7 @@ func serve(cfg Config, logger hclog.Logger) error {
 	}
 	var etcdSrv *grpc.Server
 	if cfg.EtcdAddr != "" {
-		if etcdSrv, err = startEtcd(cfg, node, cert, authn, authz, logger.Named("etcd")); err != nil {
+		if etcdSrv, err = startEtcd(baseCtx, cfg, node, cert, authn, authz, logger.Named("etcd")); err != nil {
 			cancelRequests()
 			_ = srv.Close()
 			node.Close()
