@@ -69,6 +69,8 @@ die() {
 }
 say() { echo "$PROG: $*" >&2; }
 is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+# so that the EXIT traps (which stop what was started) also run on ^C
+trap 'exit 130' INT TERM
 
 LEASES_ON=${LEASES_ON:-leasehold}
 [[ $LEASES_ON == leasehold || $LEASES_ON == etcd ]] || die "LEASES_ON must be leasehold or etcd, got '$LEASES_ON'"
@@ -451,7 +453,7 @@ EOF
 		fi
 		echo "  LEASEHOLD_DATA=$LEASEHOLD_DATA_DIR API_PORT_BASE=$LH_API_PORT_BASE PEER_PORT_BASE=$LH_PEER_PORT_BASE ETCD_PORT_BASE=$LH_ETCD_PORT_BASE scripts/cluster.sh status"
 	fi
-	echo "stop: LEASES_ON=$LEASES_ON DEMO_DIR=$DEMO_DIR scripts/kube-apiserver-demo.sh down"
+	echo "stop: DEMO_DIR=$DEMO_DIR scripts/kube-apiserver-demo.sh down"
 }
 
 cmd_up() {
@@ -479,6 +481,10 @@ cmd_up() {
 		! port_in_use "$p" || die "127.0.0.1:$p is already in use (set DEMO_PORT_BASE or the DEMO_*_PORT variables)"
 	done
 
+	# wipe an earlier demo's data, never a directory that holds something else
+	if [[ -d $DEMO_DIR && -n $(ls -A "$DEMO_DIR") && ! -d $DEMO_DIR/pki ]]; then
+		die "$DEMO_DIR is not empty and holds no earlier demo (no pki/): set DEMO_DIR"
+	fi
 	rm -rf -- "${DEMO_DIR:?}"
 	mkdir -p "$DEMO_DIR"
 	echo "$LEASES_ON" >"$STATE"
@@ -525,7 +531,7 @@ cmd_down() {
 	fi
 	stop_all
 	rm -f "$STATE"
-	local n
+	local n pid
 	for n in kube-apiserver etcd-main etcd-leases-1 etcd-leases-2 etcd-leases-3; do
 		if pid=$(proc_pid "$n"); then
 			die "$n (pid $pid) is still running"
@@ -936,7 +942,7 @@ $(json_num "$f.json" errors) $(awk -v from="$(awk -v a="$t1" -v b="$secs" 'BEGIN
 }
 
 usage() {
-	sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+	sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 case ${1:-} in
