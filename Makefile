@@ -25,6 +25,7 @@ clean:
 test:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
+	scripts/conformance.sh
 
 # Chaos suite (test/chaos): faults, workload, linearizability and watch
 # checks. make chaos DURATION=10m CHAOS_SEED=123
