@@ -52,7 +52,7 @@ bench:
 	scripts/bench.sh
 
 # Kubernetes' storage test suites over the etcd v3 API (see scripts/conformance.sh):
-# a fresh three-member etcd by default, TARGET=leasehold for leasehold's etcd port.
+# a fresh three-node leasehold by default, TARGET=etcd for a three-member etcd.
 conformance:
 	scripts/conformance.sh
 
