@@ -321,6 +321,13 @@ func newProcClusterWith(t *testing.T, creds *apiCredentials, extra ...string) *p
 // the current binary).
 func newProcClusterOn(t *testing.T, bin string, creds *apiCredentials, extra ...string) *procCluster {
 	t.Helper()
+	return newProcClusterEach(t, bin, creds, nil, extra...)
+}
+
+// newProcClusterEach is newProcClusterOn with flags of each node's own
+// (perNode, if not nil) after extra.
+func newProcClusterEach(t *testing.T, bin string, creds *apiCredentials, perNode func(name string) []string, extra ...string) *procCluster {
+	t.Helper()
 	dir := t.TempDir()
 	pc := &procCluster{t: t, dir: dir}
 	ports := freePorts(t, 2*len(clusterNames))
@@ -351,6 +358,9 @@ func newProcClusterOn(t *testing.T, bin string, creds *apiCredentials, extra ...
 			"--raft-heartbeat-timeout", "500ms",
 		}
 		n.args = append(n.args, extra...)
+		if perNode != nil {
+			n.args = append(n.args, perNode(n.name)...)
+		}
 		var err error
 		if n.protoClient, err = kubernetes.NewForConfig(clientConfig(n.apiAddr, true)); err != nil {
 			t.Fatal(err)
