@@ -130,6 +130,18 @@ func (s *Server) txn(ctx context.Context, req *etcdserverpb.TxnRequest) (*etcdse
 		return nil, status.Error(codes.Internal, "decode txn response: "+err.Error())
 	}
 	resp.Header = s.header(uint64(resp.GetHeader().GetRevision()))
+	// etcd gives every response in a txn a header of its own, the txn's.
+	for _, r := range resp.Responses {
+		h := proto.Clone(resp.Header).(*etcdserverpb.ResponseHeader)
+		switch r := r.Response.(type) {
+		case *etcdserverpb.ResponseOp_ResponseRange:
+			r.ResponseRange.Header = h
+		case *etcdserverpb.ResponseOp_ResponsePut:
+			r.ResponsePut.Header = h
+		case *etcdserverpb.ResponseOp_ResponseDeleteRange:
+			r.ResponseDeleteRange.Header = h
+		}
+	}
 	return resp, nil
 }
 

@@ -17,7 +17,10 @@
 # workload runs ROUNDS times on each system, alternately, so only one
 # cluster is under load at a time while the other idles; the table shows
 # the medians (before them, the machine's own floor: fdatasync and a
-# loopback round trip, from leasebench machine). Then, on leasehold alone:
+# loopback round trip, from leasebench machine). The same renewals also go
+# to leasehold's etcd port (leasebench --target leasehold-etcd, node i on
+# 127.0.0.1:LEASEHOLD_ETCD_PORT_BASE+i, default 29001-29003): what
+# kube-apiserver keeping its Leases there sends. Then, on leasehold alone:
 # watch fan-out (ROUNDS rounds of no watchers, protobuf and JSON watchers;
 # medians) and 100,000 Leases stored (RSS, restart time).
 #
@@ -48,6 +51,11 @@ export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
 # The plaintext profile: nodes without TLS, as etcd runs without it here.
 export SECURE=${SECURE:-0}
 ETCD_PORT_BASE=${ETCD_PORT_BASE:-22379} # member i: client port BASE+2(i-1), peer port one above
+# leasehold's own etcd API (docs/etcd.md): node i on 127.0.0.1:LEASEHOLD_ETCD_PORT_BASE+i.
+LEASEHOLD_ETCD_PORT_BASE=${LEASEHOLD_ETCD_PORT_BASE:-29000}
+# cluster runs scripts/cluster.sh with leasehold's etcd port base (its
+# ETCD_PORT_BASE; here that name is the etcd cluster's).
+cluster() { ETCD_PORT_BASE=$LEASEHOLD_ETCD_PORT_BASE scripts/cluster.sh "$@"; }
 ETCD_DATA=$(mktemp -d)
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
@@ -74,7 +82,7 @@ cleanup() {
 	stop_etcd
 	rm -rf "$ETCD_DATA"
 	[[ -n $KEEP_RESULTS ]] || rm -rf "$RESULTS"
-	scripts/cluster.sh clean >/dev/null 2>&1 || true
+	cluster clean >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -99,7 +107,7 @@ echo "== this machine"
 mkdir -p "$LEASEHOLD_DATA"
 bin/leasebench machine --dir "$LEASEHOLD_DATA"
 echo
-started=$(LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start)
+started=$(LEASEHOLD_BIN=bin/leasehold cluster start)
 # leasebench takes the first leasehold endpoint for the leader (its get
 # workloads read on the others): put the leader first.
 leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
@@ -108,6 +116,7 @@ for i in "${leader:-1}" 1 2 3; do
 	url="http://127.0.0.1:$((API_PORT_BASE + i))"
 	[[ ,$ENDPOINTS, == *,$url,* ]] || ENDPOINTS+="${ENDPOINTS:+,}$url"
 done
+LEASEHOLD_ETCD_ENDPOINTS="http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 1)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 2)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 3))"
 
 # etcd: a fresh three-member cluster. The compaction setting mirrors
 # kube-apiserver, which compacts etcd every 5 minutes by default.
@@ -151,15 +160,23 @@ n=0
 # their results in OUT; BENCH_TLS holds leasebench's TLS flags, if any.
 OUT=$RESULTS
 BENCH_TLS=()
+# LEASEHOLD_TARGET=leasehold-etcd sends leasehold kube-apiserver's
+# transactions through its etcd port instead of REST calls.
+LEASEHOLD_TARGET=leasehold
 compare() {
-	local workload=$1 label=$2 r target endpoints
+	local workload=$1 label=$2 r target endpoints name metrics
 	shift 2
 	n=$((n + 1))
 	for ((r = 1; r <= ROUNDS; r++)); do
-		for target in leasehold etcd; do
-			if [[ $target == etcd ]]; then endpoints=$ETCD_ENDPOINTS; else endpoints=$ENDPOINTS; fi
-			bin/leasebench --target "$target" --endpoints "$endpoints" --duration "$DURATION" --label "$label" \
-				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$OUT" "$n" "$workload" "$label" "$target" "$r")" \
+		for target in "$LEASEHOLD_TARGET" etcd; do
+			case $target in
+			etcd) endpoints=$ETCD_ENDPOINTS metrics=$ETCD_ENDPOINTS name=etcd ;;
+			leasehold) endpoints=$ENDPOINTS metrics=$ENDPOINTS name=leasehold ;;
+			leasehold-etcd) endpoints=$LEASEHOLD_ETCD_ENDPOINTS metrics=$ENDPOINTS name=leasehold ;;
+			esac
+			bin/leasebench --target "$target" --endpoints "$endpoints" --metrics-endpoints "$metrics" \
+				--duration "$DURATION" --label "$label" \
+				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$OUT" "$n" "$workload" "$label" "$name" "$r")" \
 				${BENCH_TLS[@]+"${BENCH_TLS[@]}"} "$@" "$workload"
 		done
 	done
@@ -177,6 +194,11 @@ compare renew 256-clients --clients 256
 compare get followers --clients 64
 compare get0 followers-rv0 --clients 64
 compare mixed 64-clients --clients 64
+# The same renewals as etcd's, to leasehold's etcd port: what
+# kube-apiserver started with --etcd-servers-overrides sends it.
+LEASEHOLD_TARGET=leasehold-etcd
+compare renew etcd-api-64-clients --clients 64
+LEASEHOLD_TARGET=leasehold
 echo
 bin/leasebench compare "$RESULTS"/*.json
 [[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"
@@ -278,12 +300,12 @@ if [[ -s $RESULTS/rss-samples ]]; then
 	sort -n "$RESULTS/rss-samples" | awk '{v[NR] = $1; if ($1 > 300) over++}
 		END {printf "   RSS read every 2 s while renewing (%d readings, the three nodes): median %d MB, p90 %d, max %d; %d%% over 300 MB\n", NR, v[int((NR + 1) / 2)], v[int(NR * 0.9)], v[NR], 100 * over / NR}'
 fi
-follower=$(scripts/cluster.sh status | awk '$4 == "state=follower" {print $1; exit}')
+follower=$(cluster status | awk '$4 == "state=follower" {print $1; exit}')
 if [[ -n $follower ]]; then
-	scripts/cluster.sh kill "$follower" >/dev/null
+	cluster kill "$follower" >/dev/null
 	url="http://127.0.0.1:$((API_PORT_BASE + ${follower#n}))/readyz"
 	start=$(date +%s%N)
-	scripts/cluster.sh restart "$follower" >/dev/null &
+	cluster restart "$follower" >/dev/null &
 	restart=$!
 	until [[ $(curl -s -o /dev/null -w '%{http_code}' --max-time 1 "$url") == 200 ]]; do
 		kill -0 "$restart" 2>/dev/null || break # the restart failed: its error is on stderr
@@ -293,7 +315,7 @@ if [[ -n $follower ]]; then
 	wait "$restart"
 	echo "   $follower SIGKILLed and restarted: ready in $(((ready - start) / 1000000)) ms, RSS $(rss "$follower")"
 else
-	echo "   no follower to restart: $(scripts/cluster.sh status | tr '\n' ' ')"
+	echo "   no follower to restart: $(cluster status | tr '\n' ' ')"
 fi
 
 ((TLS == 1)) || exit 0
@@ -305,8 +327,8 @@ fi
 # certificates of the same local CA.
 echo
 echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each, alternately"
-scripts/cluster.sh clean >/dev/null
-started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold scripts/cluster.sh start)
+cluster clean >/dev/null
+started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold cluster start)
 PKI=$LEASEHOLD_DATA/pki
 leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
 ENDPOINTS=

@@ -20,8 +20,8 @@ package main
 // what it would send.
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -33,6 +33,7 @@ import (
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -71,7 +72,7 @@ func runEtcd(ctx context.Context, cfg config) (*Result, error) {
 	if err := e.setup(ctx); err != nil {
 		return nil, err
 	}
-	res := &Result{Target: cfg.target, Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
+	res := &Result{Target: cfg.system(), Label: cfg.label, Workload: cfg.workload, Clients: cfg.clients, Leases: cfg.leases}
 	if cfg.tls != nil {
 		res.TLS, res.Protocol, res.Connections = true, "gRPC (HTTP/2)", "every client multiplexed on one connection per member, as kube-apiserver's etcd client"
 	}
@@ -124,8 +125,9 @@ func (e *etcdBench) close() {
 	}
 }
 
-// setup writes the K Lease objects (JSON coordination/v1 Leases of about
-// 350 bytes, under the key kube-apiserver uses) and notes their revisions.
+// setup writes the K Lease objects (coordination/v1 Leases in
+// kube-apiserver's protobuf storage encoding, under the key it uses) and
+// notes their revisions.
 func (e *etcdBench) setup(ctx context.Context) error {
 	e.keys = make([]*etcdKey, e.cfg.leases)
 	errc := make(chan error, 1)
@@ -150,7 +152,7 @@ func (e *etcdBench) setup(ctx context.Context) error {
 				},
 				Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &dur, AcquireTime: &now, RenewTime: &now},
 			}}
-			val, err := json.Marshal(&k.obj)
+			val, err := kubeStorageValue(&k.obj)
 			var resp *clientv3.PutResponse
 			if err == nil {
 				resp, err = e.clis[i%len(e.clis)].Put(ctx, k.key, string(val))
@@ -173,6 +175,18 @@ func (e *etcdBench) setup(ctx context.Context) error {
 	default:
 		return nil
 	}
+}
+
+// kubeStorageValue is l as kube-apiserver stores it with its default
+// --storage-media-type (application/vnd.kubernetes.protobuf): "k8s\0" and
+// a runtime.Unknown holding the Lease's protobuf encoding, resourceVersion
+// unset. leasehold's etcd API takes nothing else under /registry/leases/.
+func kubeStorageValue(l *coordinationv1.Lease) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := protobuf.NewSerializer(nil, nil).Encode(l, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // client1 is one client's loop until ctx ends, as the leasehold mode's.
@@ -233,7 +247,7 @@ func (e *etcdBench) renew(ctx context.Context, cli *clientv3.Client, k *etcdKey)
 	start := time.Now()
 	now := metav1.NowMicro()
 	k.obj.Spec.RenewTime = &now
-	val, err := json.Marshal(&k.obj)
+	val, err := kubeStorageValue(&k.obj)
 	if err != nil {
 		e.failed(err)
 		return

@@ -58,8 +58,11 @@ import (
 )
 
 type config struct {
-	target      string // leasehold or etcd
+	target      string // leasehold, etcd or leasehold-etcd
 	endpoints   []string
+	// metricsEndpoints serve the nodes' /metrics (default: endpoints):
+	// leasehold's API URLs when its etcd port is under test.
+	metricsEndpoints []string
 	workload    string
 	duration    time.Duration
 	clients     int
@@ -114,7 +117,9 @@ func main() {
 	var endpoints string
 	var tlsFlags, metricsFlags tlsFiles
 	fs := flag.NewFlagSet("leasebench", flag.ContinueOnError)
-	fs.StringVar(&cfg.target, "target", "leasehold", "system under test: leasehold, or etcd (the transactions kube-apiserver would send)")
+	fs.StringVar(&cfg.target, "target", "leasehold", "system under test: leasehold, or etcd (the transactions kube-apiserver would send), or leasehold-etcd (those transactions to leasehold's etcd port, --endpoints; its CPU read from --metrics-endpoints; reported as leasehold)")
+	var metricsEndpoints string
+	fs.StringVar(&metricsEndpoints, "metrics-endpoints", "", "URLs whose /metrics give the nodes' CPU and log writes (default --endpoints); leasehold's API URLs with --target leasehold-etcd")
 	fs.StringVar(&endpoints, "endpoints", "http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003", "API URLs of the nodes, comma separated; the first is assumed to be the leader (leasehold); etcd client URLs with --target etcd")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long to measure")
 	fs.IntVar(&cfg.clients, "clients", 64, "concurrent clients")
@@ -147,10 +152,14 @@ func main() {
 		os.Exit(2)
 	}
 	cfg.workload = fs.Arg(0)
-	if cfg.target == "etcd" && !flagSet(fs, "endpoints") {
+	if cfg.target != "leasehold" && !flagSet(fs, "endpoints") {
 		endpoints = "http://127.0.0.1:2379" // etcd's own default
 	}
 	cfg.endpoints = strings.Split(endpoints, ",")
+	cfg.metricsEndpoints = cfg.endpoints
+	if metricsEndpoints != "" {
+		cfg.metricsEndpoints = strings.Split(metricsEndpoints, ",")
+	}
 	var err error
 	if cfg.tls, err = tlsFlags.load(); err == nil {
 		if metricsFlags.cert == "" && metricsFlags.key == "" {
@@ -329,13 +338,21 @@ func (b *bench) record(kind string, d time.Duration) {
 	b.latMu.Unlock()
 }
 
+// system is the system under test as reports name it.
+func (c config) system() string {
+	if c.target == "leasehold-etcd" {
+		return "leasehold"
+	}
+	return c.target
+}
+
 func run(ctx context.Context, cfg config) (*Result, error) {
 	switch cfg.target {
-	case "etcd":
+	case "etcd", "leasehold-etcd":
 		return runEtcd(ctx, cfg)
 	case "leasehold":
 	default:
-		return nil, fmt.Errorf("unknown --target %q (want leasehold or etcd)", cfg.target)
+		return nil, fmt.Errorf("unknown --target %q (want leasehold, etcd or leasehold-etcd)", cfg.target)
 	}
 	// Plaintext, HTTP/1.1: one pool, which opens a connection for every
 	// request in flight, so each client in effect has its own. Over
@@ -419,7 +436,7 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
-	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.endpoints), b.cfg.target, b.cfg.metricsTLS))
+	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.metricsEndpoints), b.cfg.system(), b.cfg.metricsTLS))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()
