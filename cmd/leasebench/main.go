@@ -58,24 +58,24 @@ import (
 )
 
 type config struct {
-	target      string // leasehold, etcd or leasehold-etcd
-	endpoints   []string
+	target    string // leasehold, etcd or leasehold-etcd
+	endpoints []string
 	// metricsEndpoints serve the nodes' /metrics (default: endpoints):
 	// leasehold's API URLs when its etcd port is under test.
 	metricsEndpoints []string
-	workload    string
-	duration    time.Duration
-	clients     int
-	leases      int
-	watchers    int
-	watchNode   int
-	watchFormat string
-	format      string
-	rate        float64 // total writes per second, 0 = as fast as possible
-	namespace   string
-	jsonOut     string
-	label       string
-	cpuProfile  string
+	workload         string
+	duration         time.Duration
+	clients          int
+	leases           int
+	watchers         int
+	watchNode        int
+	watchFormat      string
+	format           string
+	rate             float64 // total writes per second, 0 = as fast as possible
+	namespace        string
+	jsonOut          string
+	label            string
+	cpuProfile       string
 	// TLS: the workload's client configuration and the one /metrics is
 	// read with; nil for plaintext.
 	tls, metricsTLS *tls.Config
