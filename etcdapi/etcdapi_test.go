@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"testing"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -171,6 +173,32 @@ func TestKV(t *testing.T) {
 	page, err := cl.Get(ctx, "/registry/things/", clientv3.WithRange("/registry/things0"), clientv3.WithLimit(2))
 	if err != nil || len(page.Kvs) != 2 || page.Count != 4 || !page.More {
 		t.Fatalf("page: %d kvs, count %d, more %v, %v", len(page.Kvs), page.Count, page.More, err)
+	}
+	// RangeStream (kube-apiserver 1.37): the same keys, in chunks, the
+	// count and header on the last.
+	rangeStreamChunk = 2
+	stream, err := etcdserverpb.NewKVClient(cl.ActiveConnection()).RangeStream(ctx,
+		&etcdserverpb.RangeRequest{Key: []byte("/registry/things/"), RangeEnd: []byte("/registry/things0")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var streamed []string
+	var last *etcdserverpb.RangeResponse
+	for {
+		m, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = m.RangeResponse
+		for _, kv := range last.Kvs {
+			streamed = append(streamed, string(kv.Key))
+		}
+	}
+	if len(streamed) != 4 || last.Count != 4 || last.Header.GetRevision() < rev2 || len(last.Kvs) != 2 {
+		t.Fatalf("range stream: %q, last chunk %v", streamed, last)
 	}
 	del, err := cl.Delete(ctx, "/registry/things/default/p0", clientv3.WithPrevKV())
 	if err != nil || del.Deleted != 1 || string(del.PrevKvs[0].Value) != "x" {

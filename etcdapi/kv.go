@@ -63,6 +63,32 @@ func (s *Server) rangeKVs(ctx context.Context, req *etcdserverpb.RangeRequest) (
 	return resp, nil
 }
 
+// rangeStreamChunk is how many keys a RangeStream message carries.
+var rangeStreamChunk = 1000
+
+// RangeStream (etcd 3.7, kube-apiserver 1.37) is Range in chunks: keys in
+// order over several messages, the header, count and more on the last.
+// Answering Unimplemented would make kube-apiserver stop using it for
+// every etcd it talks to, for 10 minutes at a time.
+func (k *kvServer) RangeStream(req *etcdserverpb.RangeRequest, srv etcdserverpb.KV_RangeStreamServer) error {
+	if err := checkRange(req); err != nil {
+		return err
+	}
+	resp, err := k.s.rangeKVs(srv.Context(), req)
+	if err != nil {
+		return err
+	}
+	kvs := resp.Kvs
+	for len(kvs) > rangeStreamChunk {
+		if err := srv.Send(&etcdserverpb.RangeStreamResponse{RangeResponse: &etcdserverpb.RangeResponse{Kvs: kvs[:rangeStreamChunk]}}); err != nil {
+			return err
+		}
+		kvs = kvs[rangeStreamChunk:]
+	}
+	resp.Kvs = kvs
+	return srv.Send(&etcdserverpb.RangeStreamResponse{RangeResponse: resp})
+}
+
 // checkRange refuses what leasehold does not read: sorting by anything
 // but the key, and revision filters (kube-apiserver uses neither).
 func checkRange(req *etcdserverpb.RangeRequest) error {
