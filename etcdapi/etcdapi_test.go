@@ -204,8 +204,16 @@ func TestKV(t *testing.T) {
 	if err != nil || del.Deleted != 1 || string(del.PrevKvs[0].Value) != "x" {
 		t.Fatalf("delete: %v %v", del, err)
 	}
-	if _, err := cl.Delete(ctx, "/registry/things/", clientv3.WithPrefix()); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("delete of several keys: %v, want InvalidArgument", err)
+	// Several keys in one revision.
+	all, err := cl.Delete(ctx, "/registry/things/", clientv3.WithPrefix())
+	if err != nil || all.Deleted != 3 {
+		t.Fatalf("delete of the prefix: %v %v, want 3 deleted", all, err)
+	}
+	if left, err := cl.Get(ctx, "/registry/things/", clientv3.WithPrefix(), clientv3.WithCountOnly()); err != nil || left.Count != 0 {
+		t.Fatalf("after deleting the prefix: %v %v", left, err)
+	}
+	if _, err := cl.Txn(ctx).Then(clientv3.OpPut("/registry/x", "1"), clientv3.OpDelete("/registry/", clientv3.WithPrefix())).Commit(); !errors.Is(err, rpctypes.ErrDuplicateKey) {
+		t.Fatalf("a put inside a deleted range: %v, want %v", err, rpctypes.ErrDuplicateKey)
 	}
 
 	st, err := cl.Status(ctx, c.endpoints[c.Follower()])

@@ -172,8 +172,9 @@ func (s *Server) txn(ctx context.Context, req *etcdserverpb.TxnRequest) (*etcdse
 }
 
 // checkTxn refuses a transaction etcd would refuse, one leasehold does not
-// apply (nested, sorted or filtered ranges, reads at a revision), and a
-// Lease or LeaseCandidate value the REST API would refuse.
+// apply (sorted or filtered ranges, reads at a revision), and a Lease or
+// LeaseCandidate value the REST API would refuse. Whether the writes of
+// the branches that run change a key twice is for the log to decide.
 func (s *Server) checkTxn(req *etcdserverpb.TxnRequest) error {
 	if len(req.Compare) > maxTxnOps || len(req.Success) > maxTxnOps || len(req.Failure) > maxTxnOps {
 		return rpctypes.ErrGRPCTooManyOps
@@ -214,7 +215,9 @@ func (s *Server) checkTxn(req *etcdserverpb.TxnRequest) error {
 					return rpctypes.ErrGRPCEmptyKey
 				}
 			case *etcdserverpb.RequestOp_RequestTxn:
-				return status.Error(codes.InvalidArgument, "etcdserver: leasehold does not take nested txns")
+				if err := s.checkTxn(r.RequestTxn); err != nil {
+					return err
+				}
 			default:
 				return status.Error(codes.InvalidArgument, "etcdserver: empty operation in txn request")
 			}

@@ -145,6 +145,7 @@ func (s *Server) writable() error {
 var fsmErrors = map[string]error{
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaseNotFound): rpctypes.ErrGRPCLeaseNotFound,
 	rpctypes.ErrorDesc(rpctypes.ErrGRPCLeaseExist):    rpctypes.ErrGRPCLeaseExist,
+	rpctypes.ErrorDesc(rpctypes.ErrGRPCDuplicateKey):  rpctypes.ErrGRPCDuplicateKey,
 }
 
 // toGRPC turns a cluster or FSM error into etcd's.

@@ -65,6 +65,8 @@ type stream struct {
 	out           []*etcdserverpb.WatchResponse
 	progressAsked bool
 	poke          chan struct{}
+	// values caches encoded values by version, for the sending goroutine.
+	values map[*state.Object][]byte
 }
 
 func (st *stream) wake() {
@@ -80,7 +82,7 @@ func (st *stream) wake() {
 // revision it reports.
 func (ws *watchServer) Watch(srv etcdserverpb.Watch_WatchServer) error {
 	s := ws.s
-	st := &stream{s: s, srv: srv, watches: map[int64]*watch{}, poke: make(chan struct{}, 1)}
+	st := &stream{s: s, srv: srv, watches: map[int64]*watch{}, poke: make(chan struct{}, 1), values: map[*state.Object][]byte{}}
 	requireLeader := false
 	if md, ok := metadata.FromIncomingContext(srv.Context()); ok {
 		for _, v := range md.Get(rpctypes.MetadataRequireLeaderKey) {
@@ -337,7 +339,7 @@ func (st *stream) event(w *watch, e state.Event) (*mvccpb.Event, error) {
 		if w.noPut {
 			return nil, nil
 		}
-		kv, err := fsm.KeyValue(key, e.Object, false)
+		kv, err := st.keyValue(key, e.Object)
 		if err != nil {
 			return nil, err
 		}
@@ -346,13 +348,38 @@ func (st *stream) event(w *watch, e state.Event) (*mvccpb.Event, error) {
 	// kube-apiserver asks for the previous value of every event (it
 	// needs it for every one but a creation).
 	if prev := e.Prev(); prev != nil && w.prevKV {
-		kv, err := fsm.KeyValue(key, prev, false)
+		kv, err := st.keyValue(key, prev)
 		if err != nil {
 			return nil, err
 		}
 		ev.PrevKv = kv
 	}
 	return ev, nil
+}
+
+// maxCachedValues bounds a stream's cache of values.
+const maxCachedValues = 4096
+
+// keyValue is fsm.KeyValue with the stream's cache of values: the value
+// an event sends is most often sent again as the next event's previous
+// value (the history shares one version between the two events).
+func (st *stream) keyValue(key string, o *state.Object) (*mvccpb.KeyValue, error) {
+	kv, err := fsm.KeyValue(key, o, true)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := st.values[o]; ok {
+		kv.Value = v
+		return kv, nil
+	}
+	if kv.Value, err = fsm.EtcdValue(o); err != nil {
+		return nil, err
+	}
+	if len(st.values) >= maxCachedValues {
+		clear(st.values)
+	}
+	st.values[o] = kv.Value
+	return kv, nil
 }
 
 // etcdResource reports whether the etcd API serves the resource's objects.

@@ -425,73 +425,132 @@ func compareOne(c *etcdserverpb.Compare, o *state.Object) bool {
 	return false
 }
 
-// applyTxn applies an etcd Txn: its compares decide which branch runs;
-// the branch changes at most one key (the history holds one event per
-// index), which kube-apiserver's transactions never exceed.
+// applyTxn applies an etcd Txn as etcd does: every compare, nested
+// transactions' included, is evaluated on the state before the
+// transaction; the chosen branches' operations then run in order, a range
+// seeing the writes before it. Every write is checked before any is made,
+// so that a refused transaction changes nothing, and no key may be
+// changed twice (etcd: "duplicate key given in txn request").
 func (f *FSM) applyTxn(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *Result {
 	req := &etcdserverpb.TxnRequest{}
 	if err := proto.Unmarshal(cmd.Txn, req); err != nil {
 		return &Result{Err: &EtcdError{Message: "etcdserver: malformed txn request: " + err.Error()}}
 	}
 	keys := EtcdKeys{Prefix: cmd.Prefix}
-	succeeded := true
-	for _, c := range req.Compare {
-		if !keys.compare(txn, c) {
-			succeeded = false
-			break
-		}
+	plan := keys.plan(txn, req)
+	puts := map[*etcdserverpb.PutRequest]*state.Object{}
+	if err := f.prepare(txn, keys, l.Index, plan, puts, map[string]bool{}); err != nil {
+		return &Result{Err: err}
 	}
-	ops := req.Success
-	if !succeeded {
-		ops = req.Failure
-	}
-	// Count the keys the branch changes before changing any.
-	changes := 0
-	for _, op := range ops {
-		switch r := op.Request.(type) {
-		case *etcdserverpb.RequestOp_RequestPut:
-			changes++
-		case *etcdserverpb.RequestOp_RequestDeleteRange:
-			for range keys.Range(txn, string(r.RequestDeleteRange.Key), rangeEnd(r.RequestDeleteRange.RangeEnd)) {
-				changes++
-			}
-		case *etcdserverpb.RequestOp_RequestTxn:
-			return &Result{Err: &EtcdError{Message: "etcdserver: leasehold does not take nested txns"}}
-		}
-	}
-	if changes > 1 {
-		return &Result{Err: &EtcdError{Message: "etcdserver: leasehold changes at most one key per txn"}}
-	}
-	resp := &etcdserverpb.TxnResponse{Succeeded: succeeded, Header: &etcdserverpb.ResponseHeader{}}
-	for _, op := range ops {
-		switch r := op.Request.(type) {
-		case *etcdserverpb.RequestOp_RequestRange:
-			rr, err := keys.RangeKVs(txn, r.RequestRange)
-			if err != nil {
-				panic(fmt.Sprintf("fsm: entry %d: %v", l.Index, err))
-			}
-			resp.Responses = append(resp.Responses, &etcdserverpb.ResponseOp{Response: &etcdserverpb.ResponseOp_ResponseRange{ResponseRange: rr}})
-		case *etcdserverpb.RequestOp_RequestPut:
-			pr, err := f.etcdPut(txn, keys, l.Index, r.RequestPut, at)
-			if err != nil {
-				return &Result{Err: err}
-			}
-			resp.Responses = append(resp.Responses, &etcdserverpb.ResponseOp{Response: &etcdserverpb.ResponseOp_ResponsePut{ResponsePut: pr}})
-		case *etcdserverpb.RequestOp_RequestDeleteRange:
-			dr, err := f.etcdDelete(txn, keys, l.Index, r.RequestDeleteRange, at)
-			if err != nil {
-				return &Result{Err: err}
-			}
-			resp.Responses = append(resp.Responses, &etcdserverpb.ResponseOp{Response: &etcdserverpb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: dr}})
-		}
-	}
+	resp := f.execute(txn, keys, l.Index, plan, puts, at)
 	rev, _ := txn.Revision()
-	resp.Header.Revision = int64(max(rev, 1))
+	resp.Header = &etcdserverpb.ResponseHeader{Revision: int64(max(rev, 1))}
 	b, err := proto.Marshal(resp)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: entry %d: encode txn response: %v", l.Index, err))
 	}
 	return &Result{Txn: b}
+}
+
+// txnPlan is a transaction's chosen branch: its operations, and for each
+// nested transaction among them its own plan.
+type txnPlan struct {
+	succeeded bool
+	ops       []*etcdserverpb.RequestOp
+	nested    map[int]*txnPlan
+}
+
+// plan evaluates req's compares, and its nested transactions', on v.
+func (m EtcdKeys) plan(v Viewer, req *etcdserverpb.TxnRequest) *txnPlan {
+	p := &txnPlan{succeeded: true, nested: map[int]*txnPlan{}}
+	for _, c := range req.Compare {
+		if !m.compare(v, c) {
+			p.succeeded = false
+			break
+		}
+	}
+	p.ops = req.Success
+	if !p.succeeded {
+		p.ops = req.Failure
+	}
+	for i, op := range p.ops {
+		if r, ok := op.Request.(*etcdserverpb.RequestOp_RequestTxn); ok {
+			p.nested[i] = m.plan(v, r.RequestTxn)
+		}
+	}
+	return p
+}
+
+// prepare builds the object of every put of the plan and checks that no
+// key is changed twice. changed holds the keys written so far.
+func (f *FSM) prepare(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, puts map[*etcdserverpb.PutRequest]*state.Object, changed map[string]bool) error {
+	duplicate := &EtcdError{Message: "etcdserver: duplicate key given in txn request"}
+	var deletes []*etcdserverpb.DeleteRangeRequest
+	for i, op := range p.ops {
+		switch r := op.Request.(type) {
+		case *etcdserverpb.RequestOp_RequestPut:
+			key := string(r.RequestPut.Key)
+			if changed[key] {
+				return duplicate
+			}
+			changed[key] = true
+			o, err := f.etcdObject(txn, keys, idx, r.RequestPut)
+			if err != nil {
+				return err
+			}
+			puts[r.RequestPut] = o
+		case *etcdserverpb.RequestOp_RequestDeleteRange:
+			deletes = append(deletes, r.RequestDeleteRange)
+			for key := range keys.Range(txn, string(r.RequestDeleteRange.Key), rangeEnd(r.RequestDeleteRange.RangeEnd)) {
+				if changed[key] {
+					return duplicate
+				}
+				changed[key] = true
+			}
+		case *etcdserverpb.RequestOp_RequestTxn:
+			if err := f.prepare(txn, keys, idx, p.nested[i], puts, changed); err != nil {
+				return err
+			}
+		}
+	}
+	// A put inside a deleted range (a key it creates, which the range
+	// did not find) changes that key twice too.
+	for _, d := range deletes {
+		end := rangeEnd(d.RangeEnd)
+		for pr := range puts {
+			key := string(pr.Key)
+			if key == string(d.Key) || end != "" && key >= string(d.Key) && (end == "\x00" || key < end) {
+				return duplicate
+			}
+		}
+	}
+	return nil
+}
+
+// execute runs a prepared plan.
+func (f *FSM) execute(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, puts map[*etcdserverpb.PutRequest]*state.Object, at int64) *etcdserverpb.TxnResponse {
+	resp := &etcdserverpb.TxnResponse{Succeeded: p.succeeded}
+	for i, op := range p.ops {
+		var out etcdserverpb.ResponseOp
+		switch r := op.Request.(type) {
+		case *etcdserverpb.RequestOp_RequestRange:
+			rr, err := keys.RangeKVs(txn, r.RequestRange)
+			if err != nil {
+				panic(fmt.Sprintf("fsm: entry %d: %v", idx, err))
+			}
+			out.Response = &etcdserverpb.ResponseOp_ResponseRange{ResponseRange: rr}
+		case *etcdserverpb.RequestOp_RequestPut:
+			out.Response = &etcdserverpb.ResponseOp_ResponsePut{ResponsePut: f.etcdPut(txn, keys, r.RequestPut, puts[r.RequestPut], at)}
+		case *etcdserverpb.RequestOp_RequestDeleteRange:
+			out.Response = &etcdserverpb.ResponseOp_ResponseDeleteRange{ResponseDeleteRange: f.etcdDelete(txn, keys, idx, r.RequestDeleteRange, at)}
+		case *etcdserverpb.RequestOp_RequestTxn:
+			out.Response = &etcdserverpb.ResponseOp_ResponseTxn{ResponseTxn: f.execute(txn, keys, idx, p.nested[i], puts, at)}
+		default:
+			continue
+		}
+		resp.Responses = append(resp.Responses, &out)
+	}
+	return resp
 }
 
 func rangeEnd(b []byte) string {
@@ -501,11 +560,10 @@ func rangeEnd(b []byte) string {
 	return string(b)
 }
 
-// etcdPut stores a key's new value at idx.
-func (f *FSM) etcdPut(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserverpb.PutRequest, at int64) (*etcdserverpb.PutResponse, error) {
+// etcdObject builds the object a put stores at idx, or refuses it.
+func (f *FSM) etcdObject(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserverpb.PutRequest) (*state.Object, error) {
 	key := string(req.Key)
 	k := keys.StateKey(key)
-	cur := txn.Get(k)
 	var stored []byte
 	if k.Resource == RawResource {
 		if req.Lease != 0 && txn.Get(state.Key{Resource: LeaseResource, Name: LeaseName(req.Lease)}) == nil {
@@ -527,26 +585,34 @@ func (f *FSM) etcdPut(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserver
 		return nil, &EtcdError{Message: fmt.Sprintf("etcdserver: the value of %s is the object %s/%s", key, got.Namespace, got.Name)}
 	}
 	obj.SetResourceVersion(strconv.FormatUint(idx, 10))
-	o := state.NewObject(f.intern.string(k.Resource), idx, obj, data)
+	return state.NewObject(f.intern.string(k.Resource), idx, obj, data), nil
+}
+
+// etcdPut stores o, the object etcdObject built for req.
+func (f *FSM) etcdPut(txn *state.Txn, keys EtcdKeys, req *etcdserverpb.PutRequest, o *state.Object, at int64) *etcdserverpb.PutResponse {
+	key := string(req.Key)
+	cur := txn.Get(keys.StateKey(key))
 	resp := &etcdserverpb.PutResponse{}
 	if cur == nil {
-		o.CreateRV, o.KeyVersion = idx, 1
+		o.CreateRV, o.KeyVersion = o.RV, 1
 		txn.Put(o, nil, at)
-		return resp, nil
+		return resp
 	}
 	if req.PrevKv {
-		if resp.PrevKv, err = KeyValue(key, cur, false); err != nil {
-			return nil, err
+		kv, err := KeyValue(key, cur, false)
+		if err != nil {
+			panic(fmt.Sprintf("fsm: entry %d: %v", o.RV, err))
 		}
+		resp.PrevKv = kv
 	}
 	shareUnchanged(o, cur)
 	o.CreateRV, o.KeyVersion = cur.CreateRV, cur.KeyVersion+1
 	txn.Put(o, cur, at)
-	return resp, nil
+	return resp
 }
 
-// etcdDelete deletes the keys in range (at most one, see applyTxn) at idx.
-func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserverpb.DeleteRangeRequest, at int64) (*etcdserverpb.DeleteRangeResponse, error) {
+// etcdDelete deletes the keys in range at idx.
+func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdserverpb.DeleteRangeRequest, at int64) *etcdserverpb.DeleteRangeResponse {
 	resp := &etcdserverpb.DeleteRangeResponse{}
 	type found struct {
 		key string
@@ -561,7 +627,7 @@ func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdser
 		if req.PrevKv {
 			kv, err := KeyValue(d.key, d.o, false)
 			if err != nil {
-				return nil, err
+				panic(fmt.Sprintf("fsm: entry %d: %v", idx, err))
 			}
 			resp.PrevKvs = append(resp.PrevKvs, kv)
 		}
@@ -571,7 +637,7 @@ func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdser
 		shareUnchanged(tomb, d.o)
 		txn.Delete(tomb, d.o, at)
 	}
-	return resp, nil
+	return resp
 }
 
 // LeaseResource holds the etcd API's leases: a RawValue named by

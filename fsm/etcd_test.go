@@ -2,11 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/protobuf/proto"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/leasehold/leasehold/fsm/state"
 )
@@ -215,17 +218,53 @@ func TestEtcdRange(t *testing.T) {
 	}
 }
 
-// TestEtcdTxnChangesOneKey: a branch changing two keys is refused whole.
-func TestEtcdTxnChangesOneKey(t *testing.T) {
+// TestEtcdTxnGeneralForm: a transaction changing several keys gives them
+// one revision (and the history several events at it, which a snapshot
+// keeps); nested transactions decide on the state before the
+// transaction; a key changed twice, or a put that cannot be stored,
+// refuses the whole transaction and stores nothing.
+func TestEtcdTxnGeneralForm(t *testing.T) {
 	f := newFSM(state.DefaultConfig())
-	res := asResult(t, f.Apply(cmdLog(1, txnCmd(t, &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{putOp("a", []byte("1")), putOp("b", []byte("2"))}}))))
-	if _, ok := res.Err.(*EtcdError); !ok {
-		t.Fatalf("two puts: %v, want an etcd error", res.Err)
+	txnResp(t, asResult(t, f.Apply(cmdLog(1, txnCmd(t, &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{
+		putOp("a", []byte("1")), putOp("b", []byte("2")), putOp("c", []byte("3"))}})))))
+	for _, k := range []string{"a", "b", "c"} {
+		if o := f.State().Snapshot().Get(testKeys.StateKey(k)); o == nil || o.RV != 1 || o.CreateRV != 1 {
+			t.Fatalf("%s after a three-key txn: %+v", k, o)
+		}
 	}
-	if n := f.State().Snapshot().Count(RawResource); n != 0 {
-		t.Fatalf("%d keys stored by a refused txn", n)
+	// Nested: the inner compare sees "a" before the outer put changed it.
+	nested := &etcdserverpb.RequestOp{Request: &etcdserverpb.RequestOp_RequestTxn{RequestTxn: &etcdserverpb.TxnRequest{
+		Compare: []*etcdserverpb.Compare{modEq("a", 1)},
+		Success: []*etcdserverpb.RequestOp{putOp("d", []byte("4"))},
+	}}}
+	resp := txnResp(t, asResult(t, f.Apply(cmdLog(2, txnCmd(t, &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{
+		putOp("a", []byte("1b")), nested, deleteOp("b", "c"), getOp("d")}})))))
+	if !resp.Responses[1].GetResponseTxn().Succeeded || resp.Responses[2].GetResponseDeleteRange().Deleted != 1 ||
+		string(resp.Responses[3].GetResponseRange().Kvs[0].Value) != "4" || resp.Header.Revision != 2 {
+		t.Fatalf("nested txn: %v", resp)
+	}
+	evs, _, _, _ := eventsSince(f.State(), 1)
+	if len(evs) != 3 || evs[0].RV != 2 || evs[2].RV != 2 {
+		t.Fatalf("events at revision 2: %v", evs)
+	}
+
+	for name, req := range map[string]*etcdserverpb.TxnRequest{
+		"a key put twice":          {Success: []*etcdserverpb.RequestOp{putOp("x", []byte("1")), putOp("x", []byte("2"))}},
+		"a put in a deleted range": {Success: []*etcdserverpb.RequestOp{deleteOp("a", "z"), putOp("new", []byte("1"))}},
+		"a put and a nested put":   {Success: []*etcdserverpb.RequestOp{putOp("e", []byte("1")), {Request: &etcdserverpb.RequestOp_RequestTxn{RequestTxn: &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{putOp("e", []byte("2"))}}}}}},
+		"an unknown lease":         {Success: []*etcdserverpb.RequestOp{putOp("f", []byte("1")), {Request: &etcdserverpb.RequestOp_RequestPut{RequestPut: &etcdserverpb.PutRequest{Key: []byte("g"), Value: []byte("1"), Lease: 77}}}}},
+		"a value that is no Lease": {Success: []*etcdserverpb.RequestOp{putOp("h", []byte("1")), putOp("/registry/leases/default/l", []byte("not a lease"))}},
+	} {
+		res := asResult(t, f.Apply(cmdLog(3, txnCmd(t, req))))
+		if _, ok := res.Err.(*EtcdError); !ok {
+			t.Fatalf("%s: %v, want an etcd error", name, res.Err)
+		}
+		if rev, _ := f.State().Revision(); rev != 2 {
+			t.Fatalf("%s: refused, yet the revision moved to %d", name, rev)
+		}
 	}
 	// The refusal travels to the node that sent the command.
+	res := asResult(t, f.Apply(cmdLog(4, txnCmd(t, &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{putOp("x", []byte("1")), putOp("x", []byte("2"))}}))))
 	b, err := EncodeResult(res)
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +272,13 @@ func TestEtcdTxnChangesOneKey(t *testing.T) {
 	back, err := f.DecodeResult(b)
 	if err != nil || back.Err == nil || back.Err.Error() != res.Err.Error() {
 		t.Fatalf("decoded refusal %v %v", back, err)
+	}
+
+	// A snapshot keeps the events that share a revision.
+	g := newFSM(state.DefaultConfig())
+	restoreFrom(t, g, persist(t, f))
+	if evs, _, _, _ := eventsSince(g.State(), 0); len(evs) != 6 {
+		t.Fatalf("%d events after a snapshot round trip, want 6", len(evs))
 	}
 }
 
@@ -262,4 +308,89 @@ func TestEtcdSnapshotKeepsRevisions(t *testing.T) {
 			t.Fatalf("level %d: revision %d, compacted %d; want 3, %d", level, rev, compacted, wantCompacted)
 		}
 	}
+}
+
+// TestEtcdSharedRevisionsHistory: entries that each change two or three
+// Leases (events sharing a revision) under a history small enough to drop
+// and compact them: every past view rebuilt from the history is the state
+// that was live at its index, every event's previous state is the key's
+// version before it, and a snapshot round trip keeps both.
+func TestEtcdSharedRevisionsHistory(t *testing.T) {
+	cfg := state.DefaultConfig()
+	cfg.HistoryEvents = 60
+	f := newFSM(cfg)
+	names := []string{"l0", "l1", "l2", "l3"}
+	live := map[uint64]string{} // index → summary of the Leases then
+	summary := func(v Viewer) string {
+		var out []string
+		for key, o := range testKeys.Range(v, "/registry/leases/", "/registry/leases0") {
+			out = append(out, fmt.Sprintf("%s@%d/%d/%d", key, o.RV, o.CreateRV, o.KeyVersion))
+		}
+		return strings.Join(out, " ")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for idx := uint64(1); idx <= 150; idx++ {
+		var ops []*etcdserverpb.RequestOp
+		for _, i := range rng.Perm(len(names))[:2+rng.IntN(2)] {
+			key := "/registry/leases/default/" + names[i]
+			if rng.IntN(6) == 0 {
+				ops = append(ops, deleteOp(key, ""))
+				continue
+			}
+			raw := leaseBytes(t, "default", names[i], "uid-"+names[i], fmt.Sprintf("h%d", idx))
+			ops = append(ops, putOp(key, kubeEnvelope(t, raw)))
+		}
+		txnResp(t, asResult(t, f.Apply(cmdLog(idx, txnCmd(t, &etcdserverpb.TxnRequest{Success: ops})))))
+		live[idx] = summary(f.State().Snapshot())
+	}
+	check := func(what string, st *state.Store) {
+		t.Helper()
+		dropped := st.DroppedRV()
+		for idx := dropped; idx <= 150; idx++ {
+			if idx == 0 {
+				continue
+			}
+			sn, ok := st.SnapshotAt(idx)
+			if !ok {
+				t.Fatalf("%s: no view at %d (dropped %d)", what, idx, dropped)
+			}
+			if got := summary(sn); got != live[idx] {
+				t.Fatalf("%s: view at %d:\n got %s\nwant %s", what, idx, got, live[idx])
+			}
+		}
+		evs, _, _, _ := eventsSince(st, dropped)
+		for _, e := range evs {
+			prev := e.Prev()
+			if e.Type == state.Added {
+				if prev != nil {
+					t.Fatalf("%s: creation at %d with a previous state", what, e.RV)
+				}
+				continue
+			}
+			before, ok := st.SnapshotAt(e.RV - 1)
+			if !ok {
+				continue // before the window
+			}
+			want := before.Get(e.Object.Key())
+			if want == nil || prev == nil || prev.RV != want.RV || prev.KeyVersion != want.KeyVersion || prev.CreateRV != want.CreateRV {
+				t.Fatalf("%s: event %s %s at %d: previous %+v, want %+v", what, e.Type, e.Object.Key(), e.RV, prev, want)
+			}
+		}
+	}
+	check("live", f.State())
+	f.Apply(cmdLog(151, &Command{Type: CmdFeatureLevel, Level: 2}))
+	g := newFSM(cfg)
+	restoreFrom(t, g, persist(t, f))
+	check("restored", g.State())
+}
+
+// kubeEnvelope wraps a Lease's protobuf encoding as kube-apiserver stores it.
+func kubeEnvelope(t testing.TB, raw []byte) []byte {
+	t.Helper()
+	u := runtime.Unknown{TypeMeta: runtime.TypeMeta{APIVersion: "coordination.k8s.io/v1", Kind: "Lease"}, Raw: raw}
+	b, err := u.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]byte("k8s\x00"), b...)
 }

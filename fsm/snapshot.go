@@ -476,13 +476,20 @@ func checkHistory(objs []*state.Object, events []state.Event, dropped, applied u
 			at[k] = keyVersion{o.RV, true}
 		}
 	}
-	next := applied + 1 // events are at distinct, increasing versions up to applied
+	// Events are at increasing versions up to applied; several share one
+	// (an etcd transaction that changed several keys), each of another key.
+	next := applied + 1
+	atNext := map[state.Key]bool{}
 	for i := len(events) - 1; i >= 0; i-- {
 		e := events[i]
 		k := e.Object.Key()
-		if e.RV >= next || e.RV <= dropped {
+		if e.RV > next || e.RV == next && atNext[k] || e.RV > applied || e.RV <= dropped {
 			return fmt.Errorf("restore: event at %d out of order (next %d, dropped %d)", e.RV, next, dropped)
 		}
+		if e.RV < next {
+			clear(atNext)
+		}
+		atNext[k] = true
 		next = e.RV
 		switch e.Type {
 		case state.Added, state.Modified, state.Deleted:

@@ -156,7 +156,6 @@ func main() {
 		endpoints = "http://127.0.0.1:2379" // etcd's own default
 	}
 	cfg.endpoints = strings.Split(endpoints, ",")
-	cfg.metricsEndpoints = cfg.endpoints
 	if metricsEndpoints != "" {
 		cfg.metricsEndpoints = strings.Split(metricsEndpoints, ",")
 	}
@@ -338,6 +337,14 @@ func (b *bench) record(kind string, d time.Duration) {
 	b.latMu.Unlock()
 }
 
+// metricsURLs are the URLs whose /metrics give the nodes' counters.
+func (c config) metricsURLs() []string {
+	if len(c.metricsEndpoints) > 0 {
+		return c.metricsEndpoints
+	}
+	return c.endpoints
+}
+
 // system is the system under test as reports name it.
 func (c config) system() string {
 	if c.target == "leasehold-etcd" {
@@ -436,7 +443,7 @@ func (b *bench) drive(ctx context.Context, client func(ctx context.Context, c in
 		defer t.Stop()
 		limiter = t.C
 	}
-	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.metricsEndpoints), b.cfg.system(), b.cfg.metricsTLS))
+	cpu := startCPUSpan(ctx, newCPUMeter(unique(b.cfg.metricsURLs()), b.cfg.system(), b.cfg.metricsTLS))
 	mctx, mcancel := context.WithTimeout(ctx, b.cfg.duration)
 	defer mcancel()
 	start := time.Now()

@@ -136,7 +136,18 @@ func (h *History) append(evs []Event) {
 	}
 }
 
+// dropOldest drops the oldest event and any other at its RV (one entry's
+// changes), so that the history holds every event after dropped and none
+// at or before it.
 func (h *History) dropOldest() {
+	rv := h.buf[h.start].RV
+	h.dropOne()
+	for h.n > 0 && h.buf[h.start].RV == rv {
+		h.dropOne()
+	}
+}
+
+func (h *History) dropOne() {
 	old := h.buf[h.start]
 	h.dropped = old.RV
 	h.buf[h.start] = Event{}
