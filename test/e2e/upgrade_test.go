@@ -23,6 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/leasehold/leasehold/fsm"
 )
 
 // The mixed-version test of issue 33 (docs/operations.md, Rolling
@@ -195,7 +197,7 @@ type levelWatch struct {
 	mu         sync.Mutex
 	samples    int
 	violations []string
-	firstOne   time.Time // first sample at level 1
+	firstOne   time.Time // first sample at the new release's level
 }
 
 func (lw *levelWatch) run(ctx context.Context, pc *procCluster, rel *releases) {
@@ -216,7 +218,7 @@ func (lw *levelWatch) run(ctx context.Context, pc *procCluster, rel *releases) {
 		if *st.FeatureLevel != 0 && len(olds) > 0 {
 			lw.violations = append(lw.violations, fmt.Sprintf("%s (term %d) at feature level %d while %v run the earlier release", leader, st.Term, *st.FeatureLevel, olds))
 		}
-		if *st.FeatureLevel == 1 && lw.firstOne.IsZero() {
+		if *st.FeatureLevel == fsm.MaxFeatureLevel && lw.firstOne.IsZero() {
 			lw.firstOne = time.Now()
 		}
 		lw.mu.Unlock()
@@ -398,7 +400,7 @@ func startInformer(ctx context.Context, t *testing.T, w *workload, first string)
 // Before its own upgrade the old leader is stopped and started once more
 // on the earlier release (as a node restarted before its turn), so that a
 // new leader sends a snapshot to an old member and leads a cluster holding
-// one. Last, a downgrade at level 1 must be refused.
+// one. Last, a downgrade once the level is raised must be refused.
 //
 // Both releases write snapshot format 4; the new one adds a record (the
 // level) only above level 0. A change of the format, a record or a log
@@ -414,7 +416,7 @@ func startInformer(ctx context.Context, t *testing.T, w *workload, first string)
 // and the informer received every acknowledged write in order, once,
 // without a 410 or a relist; every node's history replays exactly what
 // the watch saw; no node panicked or failed to install a snapshot; the
-// earlier release exits at start on a data dir at level 1.
+// earlier release exits at start on a data dir at the raised level.
 func TestRollingUpgrade(t *testing.T) {
 	old := oldBinary(t)
 	pc := newUpgradeCluster(t, old, upgradeSnapshotFlags...)
@@ -610,17 +612,18 @@ func TestRollingUpgrade(t *testing.T) {
 		}
 	}
 
-	// 3. The old leader on the new binary: the level reaches 1.
+	// 3. The old leader on the new binary: the level reaches this tree's
+	// (fsm.MaxFeatureLevel; the earlier release has none).
 	_, upgradedAt := restart(leader, binPath)
 	var level1 time.Duration
-	waitUntil(t, 10*time.Second, "feature level 1 once every member runs this tree's binary", func() bool {
+	waitUntil(t, 10*time.Second, fmt.Sprintf("feature level %d once every member runs this tree's binary", fsm.MaxFeatureLevel), func() bool {
 		l := pc.currentLeader()
 		if l == "" {
 			return false
 		}
 		st, err := getReleaseStatus(pc.node(l).apiAddr)
 		level1 = time.Since(upgradedAt)
-		return err == nil && st.FeatureLevel != nil && *st.FeatureLevel == 1
+		return err == nil && st.FeatureLevel != nil && *st.FeatureLevel == fsm.MaxFeatureLevel
 	})
 	// The level is a log entry: every node applies it.
 	ldrNow := pc.leader(10 * time.Second)
@@ -631,8 +634,8 @@ func TestRollingUpgrade(t *testing.T) {
 	levelIndex := st.CommitIndex // at or after the entry that raised it
 	for _, n := range clusterNames {
 		pc.waitApplied(n, levelIndex, 10*time.Second)
-		if st := leaderRelease(n); st.FeatureLevel == nil || *st.FeatureLevel != 1 {
-			t.Errorf("%s: feature level %v once every member runs this tree's binary, want 1", n, st.FeatureLevel)
+		if st := leaderRelease(n); st.FeatureLevel == nil || *st.FeatureLevel != fsm.MaxFeatureLevel {
+			t.Errorf("%s: feature level %v once every member runs this tree's binary, want %d", n, st.FeatureLevel, fsm.MaxFeatureLevel)
 		}
 	}
 	all := memberVersions(t, pc)
@@ -646,17 +649,18 @@ func TestRollingUpgrade(t *testing.T) {
 	stopLevels()
 	<-levelsDone
 
-	// 4. A downgrade, once the level is 1, is refused: a follower whose
-	// retained snapshots were all taken at level 1 (they record it) is
-	// started on the earlier release, which cannot read them and exits at
-	// start, before it serves or votes; started on this tree's binary
-	// again it catches up, and the level stays 1.
+	// 4. A downgrade, once the level is raised, is refused: a follower
+	// whose retained snapshots were all taken at the raised level (they
+	// record it, in a format the earlier release does not read) is started
+	// on the earlier release, which cannot read them and exits at start,
+	// before it serves or votes; started on this tree's binary again it
+	// catches up, and the level stays.
 	down := followers[0]
 	if l := pc.leader(10 * time.Second); l == down {
 		down = followers[1]
 	}
 	dn := pc.node(down)
-	waitUntil(t, 30*time.Second, "every snapshot "+down+" keeps to be taken at level 1", func() bool {
+	waitUntil(t, 30*time.Second, "every snapshot "+down+" keeps to be taken at the raised level", func() bool {
 		snaps := completeSnapshots(dn.dataDir)
 		return len(snaps) > 0 && slices.Min(snaps) > levelIndex
 	})
@@ -665,20 +669,22 @@ func TestRollingUpgrade(t *testing.T) {
 	startOn(down, old)
 	waitUntil(t, 15*time.Second, down+" on "+oldRelease+" to exit", func() bool {
 		if code, _, err := getReady(dn.apiAddr); err == nil && code == http.StatusOK {
-			t.Fatalf("%s on %s is ready on a data dir at feature level 1", down, oldRelease)
+			t.Fatalf("%s on %s is ready on a data dir at feature level %d", down, oldRelease, fsm.MaxFeatureLevel)
 		}
 		return !dn.running()
 	})
 	refusal := readLogFrom(dn.logPath, logFrom)
-	if code := dn.current().state.ExitCode(); code != 1 ||
-		!strings.Contains(refusal, "unknown record type") || !strings.Contains(refusal, "failed to load any existing snapshots") {
-		t.Fatalf("%s on %s: exit status %d; want 1, refusing its level-1 snapshots (\"unknown record type\"); log:\n%s", down, oldRelease, code, refusal)
+	// Level 1 added a record the earlier release does not know, level 2
+	// a snapshot format.
+	unreadable := strings.Contains(refusal, "unknown record type") || strings.Contains(refusal, "not a leasehold snapshot of version")
+	if code := dn.current().state.ExitCode(); code != 1 || !unreadable || !strings.Contains(refusal, "failed to load any existing snapshots") {
+		t.Fatalf("%s on %s: exit status %d; want 1, refusing its snapshots of the raised level; log:\n%s", down, oldRelease, code, refusal)
 	}
 	ignoreLog := [2]int64{logFrom, logSize(dn.logPath)}
 	comeBack(down, startOn(down, binPath))
 	for _, n := range clusterNames {
-		if st := leaderRelease(n); st.FeatureLevel == nil || *st.FeatureLevel != 1 {
-			t.Errorf("%s: feature level %v after the refused downgrade, want 1", n, st.FeatureLevel)
+		if st := leaderRelease(n); st.FeatureLevel == nil || *st.FeatureLevel != fsm.MaxFeatureLevel {
+			t.Errorf("%s: feature level %v after the refused downgrade, want %d", n, st.FeatureLevel, fsm.MaxFeatureLevel)
 		}
 	}
 
@@ -777,8 +783,8 @@ func TestRollingUpgrade(t *testing.T) {
 		len(wt.snapshotAcked()), startRV, maxRV, len(wt.snapshotUnknown()), w.errSummary())
 	t.Logf("watch: %d events over %d connections, resumed after each stop: %s; informer: %d events, watches on %s",
 		len(want), len(conns), strings.Join(resumes, ", "), len(infEvents), informerWatches)
-	t.Logf("feature level: %d samples of a new leader's level during the upgrade; 1 within %v of the last upgrade", levelSamples, level1.Round(time.Millisecond))
-	t.Logf("downgrade: %s on %s refused its data dir at feature level 1 at start (exit status 1) and came back on this tree's binary", down, oldRelease)
+	t.Logf("feature level: %d samples of a new leader's level during the upgrade; %d within %v of the last upgrade", levelSamples, fsm.MaxFeatureLevel, level1.Round(time.Millisecond))
+	t.Logf("downgrade: %s on %s refused its data dir at feature level %d at start (exit status 1) and came back on this tree's binary", down, oldRelease, fsm.MaxFeatureLevel)
 	lr.mu.Lock()
 	for _, b := range lr.bad {
 		t.Errorf("linearizable list: %s", b)
