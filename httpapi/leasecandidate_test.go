@@ -2075,7 +2075,10 @@ func TestLeaseCandidateTables(t *testing.T) {
 				t.Fatal(err)
 			}
 			// kubectl get's Accept.
-			tb, _ := table(t, lcPath(v, ns, "")+"?limit=500", lcTableJSON+",application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
+			// At the list's version: another entry (the cluster's feature
+			// level, say) may have been applied since.
+			tb, _ := table(t, lcPath(v, ns, "")+"?limit=500&resourceVersionMatch=Exact&resourceVersion="+list.Metadata.ResourceVersion,
+				lcTableJSON+",application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")
 			if !reflect.DeepEqual(tb.ColumnDefinitions, lcColumns) {
 				t.Errorf("columns %+v,\nwant %+v", tb.ColumnDefinitions, lcColumns)
 			}
@@ -2136,7 +2139,10 @@ func TestLeaseCandidateTables(t *testing.T) {
 				p.Name != "t-a" || p.Labels["app"] != "conv" || bytes.Contains(r.body, []byte(`"spec"`)) {
 				t.Errorf("PartialObjectMetadata: %v", r)
 			}
-			r = w.with(t).do("GET", lcPath(v, ns, ""), nil, "Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+			// At the table list's version: another entry (the cluster's
+			// feature level, say) may have been applied since.
+			r = w.with(t).do("GET", lcPath(v, ns, "")+"?resourceVersionMatch=Exact&resourceVersion="+list.Metadata.ResourceVersion, nil,
+				"Accept", "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
 			var pl metav1.PartialObjectMetadataList
 			if err := json.Unmarshal(r.body, &pl); err != nil || r.code != 200 || pl.Kind != "PartialObjectMetadataList" || pl.APIVersion != "meta.k8s.io/v1" ||
 				len(pl.Items) != 2 || pl.Items[0].Name != "t-a" || pl.Items[1].Name != "t-b" || pl.ResourceVersion != list.Metadata.ResourceVersion || bytes.Contains(r.body, []byte(`"spec"`)) {
