@@ -105,6 +105,7 @@ func (n *Node) NodeInfo() *transport.NodeInfo {
 	info := &transport.NodeInfo{
 		Name:         n.cfg.Name,
 		APIURL:       n.cfg.APIURL,
+		EtcdURL:      n.EtcdURL(),
 		Version:      n.cfg.Version,
 		FeatureLevel: MaxFeatureLevel,
 		State:        stateName(n.raft.State()),
@@ -175,6 +176,23 @@ func (n *Node) watchMembers() {
 			n.checkStillMember()
 		}
 	}
+}
+
+// SetEtcdURL records where this node serves the etcd v3 API, for the
+// members' list (etcd's MemberList gives each member's client URLs).
+func (n *Node) SetEtcdURL(url string) { n.etcdURL.Store(&url) }
+
+// EtcdURL is where this node serves the etcd v3 API, "" if it does not.
+func (n *Node) EtcdURL() string {
+	if p := n.etcdURL.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// AskNodeInfo asks the member at peerAddr to describe itself.
+func (n *Node) AskNodeInfo(ctx context.Context, peerAddr string) (*transport.NodeInfo, error) {
+	return n.client.NodeInfo(ctx, peerAddr)
 }
 
 // checkMembers asks every other member for its NodeInfo, then promotes at

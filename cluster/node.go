@@ -135,6 +135,7 @@ type Node struct {
 	state    *state.Store
 	mux      *transport.Mux
 	client   *transport.Client
+	etcdURL  atomic.Pointer[string] // see SetEtcdURL
 	bolt     *raftboltdb.BoltStore
 	stable   *stableStore
 	disk     *disk // the gate of every write to raft.db

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"io"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,6 +47,7 @@ func newEtcdCluster(t *testing.T) *etcdCluster {
 		go srv.Run(ctx)
 		t.Cleanup(func() { cancel(); g.Stop() })
 		c.endpoints = append(c.endpoints, ln.Addr().String())
+		n.Raft().SetEtcdURL("http://" + ln.Addr().String())
 	}
 	// Writes wait for feature level 2, which the leader raises once every
 	// member has told it its release.
@@ -219,6 +222,15 @@ func TestKV(t *testing.T) {
 	st, err := cl.Status(ctx, c.endpoints[c.Follower()])
 	if err != nil || st.Version != EmulatedVersion || st.Leader == 0 {
 		t.Fatalf("status: %v %v", st, err)
+	}
+	members, err := cl.MemberList(ctx)
+	if err != nil || len(members.Members) != 3 {
+		t.Fatalf("member list: %v %v", members, err)
+	}
+	for _, m := range members.Members {
+		if len(m.ClientURLs) != 1 || !slices.Contains(c.endpoints, strings.TrimPrefix(m.ClientURLs[0], "http://")) || m.Name == "" || m.ID == 0 {
+			t.Fatalf("member %+v, want one of %v as its client URL", m, c.endpoints)
+		}
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -209,18 +210,39 @@ type clusterServer struct {
 	s *Server
 }
 
-// MemberList lists the Raft members: their peer addresses, and this
-// node's own etcd client URL where known.
+// MemberList lists the Raft members, each with the etcd URL it serves
+// (asked of each member; none for one that does not answer in time).
 func (c *clusterServer) MemberList(ctx context.Context, _ *etcdserverpb.MemberListRequest) (*etcdserverpb.MemberListResponse, error) {
 	st := c.s.node.Status()
 	rev, _ := c.s.node.State().Revision()
 	resp := &etcdserverpb.MemberListResponse{Header: c.s.header(rev)}
-	for _, mb := range st.Members {
+	urls := make([]string, len(st.Members))
+	var wg sync.WaitGroup
+	for i, mb := range st.Members {
+		if mb.Name == st.Name {
+			urls[i] = c.s.node.EtcdURL()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			actx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			if info, err := c.s.node.AskNodeInfo(actx, mb.PeerAddr); err == nil {
+				urls[i] = info.EtcdURL
+			}
+		}()
+	}
+	wg.Wait()
+	for i, mb := range st.Members {
 		m := &etcdserverpb.Member{
 			ID:        memberID(mb.Name),
 			Name:      mb.Name,
-			PeerURLs:  []string{"https://" + mb.PeerAddr},
+			PeerURLs:  []string{"http://" + mb.PeerAddr},
 			IsLearner: mb.Suffrage != "voter",
+		}
+		if urls[i] != "" {
+			m.ClientURLs = []string{urls[i]}
 		}
 		resp.Members = append(resp.Members, m)
 	}

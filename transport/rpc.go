@@ -72,8 +72,10 @@ type Handler interface {
 // of a follower's progress private). A node of a release that predates it
 // answers the request with an error.
 type NodeInfo struct {
-	Name    string
-	APIURL  string
+	Name   string
+	APIURL string
+	// EtcdURL is where the node serves the etcd v3 API ("" if it does not).
+	EtcdURL string
 	Version string
 	// FeatureLevel is the highest cluster feature level the node's
 	// release can apply.

@@ -66,6 +66,11 @@ func startEtcd(ctx context.Context, cfg Config, node *cluster.Node, cert *servin
 		}
 	}()
 	go srv.Run(ctx) // revokes expired etcd leases while this node leads
+	scheme := "http://"
+	if cert != nil {
+		scheme = "https://"
+	}
+	node.SetEtcdURL(scheme + cfg.EtcdAddr)
 	logger.Info("serving the etcd v3 API", "addr", cfg.EtcdAddr, "prefix", cfg.EtcdPrefix, "tls", cert != nil)
 	return g, nil
 }
