@@ -18,6 +18,11 @@ type watchServer struct {
 	s *Server
 }
 
+// noLeaderCancel is how long a stream that requires a leader (gRPC
+// metadata hasleader, as kube-apiserver's) goes on without one: etcd
+// cancels after three election timeouts without a leader.
+const noLeaderCancel = 3 * time.Second
+
 // maxEventsPerResponse bounds the events of one response, so that a
 // watcher far behind gets its events in several messages (etcd fragments
 // likewise), and never one event per message.
@@ -96,9 +101,16 @@ func (ws *watchServer) Watch(srv etcdserverpb.Watch_WatchServer) error {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var buf []state.Event
+	var leaderless time.Time
 	for {
 		if requireLeader {
-			if _, addr := s.node.Leader(); addr == "" {
+			// As etcd: a stream that requires a leader ends once none has
+			// been known for a while, not at every election.
+			if _, addr := s.node.Leader(); addr != "" {
+				leaderless = time.Time{}
+			} else if leaderless.IsZero() {
+				leaderless = time.Now()
+			} else if time.Since(leaderless) >= noLeaderCancel {
 				return rpctypes.ErrGRPCNoLeader
 			}
 		}
