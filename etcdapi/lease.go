@@ -77,11 +77,6 @@ func (l *leaseServer) LeaseGrant(ctx context.Context, req *etcdserverpb.LeaseGra
 	return &etcdserverpb.LeaseGrantResponse{Header: l.s.header(l.s.revision()), ID: id, TTL: ttl}, nil
 }
 
-func (s *Server) revision() uint64 {
-	rev, _ := s.node.State().Revision()
-	return rev
-}
-
 func (l *leaseServer) LeaseRevoke(ctx context.Context, req *etcdserverpb.LeaseRevokeRequest) (*etcdserverpb.LeaseRevokeResponse, error) {
 	if err := l.s.writable(); err != nil {
 		return nil, err

@@ -118,6 +118,12 @@ func (s *Server) header(rev uint64) *etcdserverpb.ResponseHeader {
 	}
 }
 
+// revision is the store's current revision.
+func (s *Server) revision() uint64 {
+	rev, _ := s.node.State().Revision()
+	return rev
+}
+
 // compactRevision is the oldest revision reads and watches may ask for:
 // the etcd API's compaction, or the oldest the watch history still holds
 // every later event of, whichever is newer.
@@ -183,9 +189,8 @@ type maintenanceServer struct {
 
 func (m *maintenanceServer) Status(ctx context.Context, _ *etcdserverpb.StatusRequest) (*etcdserverpb.StatusResponse, error) {
 	st := m.s.node.Status()
-	rev, _ := m.s.node.State().Revision()
 	resp := &etcdserverpb.StatusResponse{
-		Header:           m.s.header(rev),
+		Header:           m.s.header(m.s.revision()),
 		Version:          EmulatedVersion,
 		DbSize:           st.DBSize,
 		DbSizeInUse:      st.DBSize,
@@ -214,8 +219,7 @@ type clusterServer struct {
 // (asked of each member; none for one that does not answer in time).
 func (c *clusterServer) MemberList(ctx context.Context, _ *etcdserverpb.MemberListRequest) (*etcdserverpb.MemberListResponse, error) {
 	st := c.s.node.Status()
-	rev, _ := c.s.node.State().Revision()
-	resp := &etcdserverpb.MemberListResponse{Header: c.s.header(rev)}
+	resp := &etcdserverpb.MemberListResponse{Header: c.s.header(c.s.revision())}
 	urls := make([]string, len(st.Members))
 	var wg sync.WaitGroup
 	for i, mb := range st.Members {
