@@ -4,7 +4,7 @@
 # cluster sent only the etcd transactions kube-apiserver would send for the
 # same operations (leasebench --target etcd), and prints a comparison table.
 #
-#   scripts/bench.sh                        default profile (about 13 minutes on 2 cores)
+#   scripts/bench.sh                        default profile (about 15 minutes on 2 cores)
 #   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
 #   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
 #   TLS=0 scripts/bench.sh                  without the TLS profile (about 3 minutes less)
