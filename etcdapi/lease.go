@@ -115,14 +115,12 @@ func (s *Server) revoke(ctx context.Context, id int64) error {
 			err = res.Err
 		}
 		var ee *fsm.EtcdError
-		if errors.As(err, &ee) && ee.Message == errKeysAttached && attempt < 10 {
+		if errors.As(err, &ee) && ee.Message == fsm.LeaseHasKeys && attempt < 10 {
 			continue // a key was attached meanwhile
 		}
 		return toGRPC(err)
 	}
 }
-
-const errKeysAttached = "etcdserver: lease still has keys attached"
 
 func (l *leaseServer) LeaseKeepAlive(srv etcdserverpb.Lease_LeaseKeepAliveServer) error {
 	for {

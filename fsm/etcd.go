@@ -644,6 +644,10 @@ func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdser
 // LeaseName, its value the lease's TTL and deadline (EtcdLease).
 const LeaseResource = "etcdleases"
 
+// LeaseHasKeys is CmdLeaseRevoke's refusal while keys are attached to the
+// lease: they are deleted first, each by an entry of its own.
+const LeaseHasKeys = "etcdserver: lease still has keys attached"
+
 // LeaseName is the state name of lease id: fixed-width hex, so that the
 // state orders leases by id.
 func LeaseName(id int64) string { return fmt.Sprintf("%016x", uint64(id)) }
@@ -728,7 +732,7 @@ func (f *FSM) applyLease(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *R
 		}
 		for range LeaseKeys(txn, id) {
 			// Keys go first, one entry each (one event per index).
-			return &Result{Err: &EtcdError{Message: "etcdserver: lease still has keys attached"}}
+			return &Result{Err: &EtcdError{Message: LeaseHasKeys}}
 		}
 		tomb := newTombstone(cur, l.Index, cur.Obj.DeepCopyObject())
 		tomb.Obj.(*RawValue).ResourceVersion = strconv.FormatUint(l.Index, 10)
