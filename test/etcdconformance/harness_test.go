@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,8 +39,7 @@ import (
 
 // The environment the tests read.
 const (
-	envEndpoints = "ETCD_CONFORMANCE_ENDPOINTS" // comma-separated client URLs; unset: skip
-	envSkip      = "ETCD_CONFORMANCE_SKIP"      // regexp over suite names to leave out
+	envEndpoints = "ETCD_CONFORMANCE_ENDPOINTS" // comma-separated client URLs (required)
 	envCACert    = "ETCD_CONFORMANCE_CACERT"    // CA that signed the server certificates
 	envCert      = "ETCD_CONFORMANCE_CERT"      // client certificate, with envKey
 	envKey       = "ETCD_CONFORMANCE_KEY"
@@ -87,20 +85,19 @@ func init() {
 // target is the server under test, as the environment describes it.
 type target struct {
 	endpoints []string
-	tls       *tls.Config    // nil: plaintext
-	skip      *regexp.Regexp // nil: run every suite
+	tls       *tls.Config // nil: plaintext
 	// root is this run's key prefix, unique per process, so that a server
 	// that already holds data (an earlier run's) looks empty to every suite.
 	root string
 }
 
-// loadTarget reads the environment; it skips the test when no endpoints are
-// given.
+// loadTarget reads the environment. Without endpoints there is nothing to
+// test against: the test fails and says how to give them.
 func loadTarget(t *testing.T) *target {
 	t.Helper()
 	raw := strings.TrimSpace(os.Getenv(envEndpoints))
 	if raw == "" {
-		t.Skipf("%s is not set: give the etcd v3 endpoints to test, e.g. %s=http://127.0.0.1:23379,http://127.0.0.1:23381,http://127.0.0.1:23383 (scripts/conformance.sh starts a cluster and sets it)",
+		t.Fatalf("%s is not set: give the etcd v3 endpoints to test, e.g. %s=http://127.0.0.1:23379,http://127.0.0.1:23381,http://127.0.0.1:23383 (scripts/conformance.sh starts a cluster and sets it)",
 			envEndpoints, envEndpoints)
 	}
 	tg := &target{root: fmt.Sprintf("/etcdconformance/%d-%d", time.Now().UnixNano(), os.Getpid())}
@@ -108,13 +105,6 @@ func loadTarget(t *testing.T) *target {
 		if e = strings.TrimSpace(e); e != "" {
 			tg.endpoints = append(tg.endpoints, e)
 		}
-	}
-	if s := os.Getenv(envSkip); s != "" {
-		re, err := regexp.Compile(s)
-		if err != nil {
-			t.Fatalf("%s: %v", envSkip, err)
-		}
-		tg.skip = re
 	}
 	var err error
 	if tg.tls, err = tlsFromEnv(); err != nil {

@@ -18,7 +18,8 @@ import (
 // watcher_test.go (k8s.io/apiserver v0.36.6) call it against their embedded
 // etcd.
 type suite struct {
-	// name is the storagetesting function; ETCD_CONFORMANCE_SKIP matches it.
+	// name is the storagetesting function (scripts/conformance.sh's RUN
+	// matches it).
 	name string
 	// compacts: the suite compacts the server, so it runs after all that do
 	// not (RunWatchSemantics watches from resourceVersion 1).
@@ -265,8 +266,7 @@ func ordered() []suite {
 
 // TestStorage runs every suite against ETCD_CONFORMANCE_ENDPOINTS, one after
 // the other (the suites set process-wide feature gates), each on a fresh
-// store under a key prefix of its own. A suite named by
-// ETCD_CONFORMANCE_SKIP is reported as skipped, with the pattern.
+// store under a key prefix of its own.
 func TestStorage(t *testing.T) {
 	tg := loadTarget(t)
 	tg.mustReach(t)
@@ -274,9 +274,6 @@ func TestStorage(t *testing.T) {
 	tg.noteCompaction(t)
 	for _, s := range ordered() {
 		t.Run(s.name, func(t *testing.T) {
-			if tg.skip != nil && tg.skip.MatchString(s.name) {
-				t.Skipf("left out: %s=%q matches %s", envSkip, tg.skip, s.name)
-			}
 			setGates(t, s.gates)
 			if len(s.variants) == 0 {
 				runOn(t, tg, s.run)
