@@ -45,15 +45,7 @@ type watch struct {
 	created bool
 }
 
-func (w *watch) in(key string) bool {
-	switch w.end {
-	case "":
-		return key == w.key
-	case "\x00":
-		return key >= w.key
-	}
-	return key >= w.key && key < w.end
-}
+func (w *watch) in(key string) bool { return fsm.InRange(key, w.key, w.end) }
 
 // stream is one Watch stream: the receiving goroutine records requests,
 // the sending one (Watch itself) does everything else, in order.
@@ -170,9 +162,6 @@ func (st *stream) create(req *etcdserverpb.WatchCreateRequest) {
 		return
 	}
 	w := &watch{id: id, key: string(req.Key), end: string(req.RangeEnd), prevKV: req.PrevKv, progress: req.ProgressNotify, lastSent: time.Now()}
-	if len(req.RangeEnd) == 1 && req.RangeEnd[0] == 0 {
-		w.end = "\x00"
-	}
 	for _, f := range req.Filters {
 		switch f {
 		case etcdserverpb.WatchCreateRequest_NOPUT:

@@ -127,6 +127,18 @@ func (m EtcdKeys) EtcdKey(k state.Key) string {
 	return m.Prefix + "/" + k.Resource + "/" + k.Namespace + "/" + k.Name
 }
 
+// InRange reports whether key is in etcd's range of start and end: end ""
+// is the key start alone, "\x00" every key from start on, else [start, end).
+func InRange(key, start, end string) bool {
+	switch end {
+	case "":
+		return key == start
+	case "\x00":
+		return key >= start
+	}
+	return key >= start && key < end
+}
+
 // Viewer is a read view of the state: a state.Snapshot or a state.Txn.
 type Viewer interface {
 	Get(state.Key) *state.Object
@@ -145,7 +157,7 @@ func (m EtcdKeys) Range(v Viewer, start, end string) iter.Seq2[string, *state.Ob
 			return
 		}
 		all := end == "\x00"
-		in := func(key string) bool { return key >= start && (all || key < end) }
+		in := func(key string) bool { return InRange(key, start, end) }
 		var sources []iter.Seq2[string, *state.Object]
 		// Raw keys, by key.
 		sources = append(sources, m.ascend(v, RawResource+"//", RawResource+"//"+start, in, func(o *state.Object) string {
@@ -322,12 +334,8 @@ func (e *EtcdError) Error() string { return e.Message }
 // request's revision is the caller's: v is the view at it.
 func (m EtcdKeys) RangeKVs(v Viewer, req *etcdserverpb.RangeRequest) (*etcdserverpb.RangeResponse, error) {
 	resp := &etcdserverpb.RangeResponse{}
-	end := string(req.RangeEnd)
-	if len(req.RangeEnd) == 1 && req.RangeEnd[0] == 0 {
-		end = "\x00"
-	}
 	descend := req.SortOrder == etcdserverpb.RangeRequest_DESCEND
-	for key, o := range m.Range(v, string(req.Key), end) {
+	for key, o := range m.Range(v, string(req.Key), string(req.RangeEnd)) {
 		resp.Count++
 		if req.CountOnly || (!descend && req.Limit > 0 && int64(len(resp.Kvs)) >= req.Limit) {
 			continue
@@ -353,12 +361,8 @@ func (m EtcdKeys) RangeKVs(v Viewer, req *etcdserverpb.RangeRequest) (*etcdserve
 // compare reports whether c holds in v: for every key in its range, or,
 // for none, a zero KeyValue (a VALUE compare then fails), as etcd's.
 func (m EtcdKeys) compare(v Viewer, c *etcdserverpb.Compare) bool {
-	end := string(c.RangeEnd)
-	if len(c.RangeEnd) == 1 && c.RangeEnd[0] == 0 {
-		end = "\x00"
-	}
 	found := false
-	for _, o := range m.Range(v, string(c.Key), end) {
+	for _, o := range m.Range(v, string(c.Key), string(c.RangeEnd)) {
 		found = true
 		if !compareOne(c, o) {
 			return false
@@ -501,7 +505,7 @@ func (f *FSM) prepare(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, put
 			puts[r.RequestPut] = o
 		case *etcdserverpb.RequestOp_RequestDeleteRange:
 			deletes = append(deletes, r.RequestDeleteRange)
-			for key := range keys.Range(txn, string(r.RequestDeleteRange.Key), rangeEnd(r.RequestDeleteRange.RangeEnd)) {
+			for key := range keys.Range(txn, string(r.RequestDeleteRange.Key), string(r.RequestDeleteRange.RangeEnd)) {
 				if changed[key] {
 					return duplicate
 				}
@@ -516,10 +520,10 @@ func (f *FSM) prepare(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, put
 	// A put inside a deleted range (a key it creates, which the range
 	// did not find) changes that key twice too.
 	for _, d := range deletes {
-		end := rangeEnd(d.RangeEnd)
+		end := string(d.RangeEnd)
 		for pr := range puts {
 			key := string(pr.Key)
-			if key == string(d.Key) || end != "" && key >= string(d.Key) && (end == "\x00" || key < end) {
+			if InRange(key, string(d.Key), end) {
 				return duplicate
 			}
 		}
@@ -551,13 +555,6 @@ func (f *FSM) execute(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, put
 		resp.Responses = append(resp.Responses, &out)
 	}
 	return resp
-}
-
-func rangeEnd(b []byte) string {
-	if len(b) == 1 && b[0] == 0 {
-		return "\x00"
-	}
-	return string(b)
 }
 
 // etcdObject builds the object a put stores at idx, or refuses it.
@@ -619,7 +616,7 @@ func (f *FSM) etcdDelete(txn *state.Txn, keys EtcdKeys, idx uint64, req *etcdser
 		o   *state.Object
 	}
 	var all []found
-	for key, o := range keys.Range(txn, string(req.Key), rangeEnd(req.RangeEnd)) {
+	for key, o := range keys.Range(txn, string(req.Key), string(req.RangeEnd)) {
 		all = append(all, found{key, o})
 	}
 	for _, d := range all {

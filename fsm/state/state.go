@@ -26,9 +26,6 @@ func (k Key) id() string { return k.Resource + "/" + k.Namespace + "/" + k.Name 
 
 func (k Key) String() string { return k.id() }
 
-// ID is the key's place in the order of objects (see Snapshot.Ascend).
-func (k Key) ID() string { return k.id() }
-
 // Object is one stored object. Objects are immutable once stored: writers
 // replace them, readers may share them.
 //
