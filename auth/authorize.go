@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -110,7 +111,7 @@ func (privilegedGroup) RulesFor(_ context.Context, u user.Info, _ string) ([]aut
 
 // IsMaster reports whether u is in system:masters.
 func IsMaster(u user.Info) bool {
-	return u != nil && sets.New(u.GetGroups()...).Has(user.SystemPrivilegedGroup)
+	return u != nil && slices.Contains(u.GetGroups(), user.SystemPrivilegedGroup)
 }
 
 // peers lets members authenticated by their peer certificate join the
@@ -119,7 +120,7 @@ func IsMaster(u user.Info) bool {
 type peers struct{}
 
 func isPeer(u user.Info) bool {
-	return u != nil && sets.New(u.GetGroups()...).Has(PeerGroup)
+	return u != nil && slices.Contains(u.GetGroups(), PeerGroup)
 }
 
 func (peers) Authorize(_ context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {

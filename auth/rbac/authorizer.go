@@ -52,7 +52,7 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 	VisitRulesFor(a.policy(), attrs.GetUser(), attrs.GetNamespace(), func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil && RuleAllows(attrs, rule) {
 			allowed = true
-			reason = fmt.Sprintf("RBAC: allowed by %s", source.String())
+			reason = "RBAC: allowed by " + source.String()
 			return false
 		}
 		if err != nil {

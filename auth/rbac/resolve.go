@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"fmt"
+	"strconv"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -149,15 +150,18 @@ func appliesToUser(u user.Info, s *rbacv1.Subject, namespace string) bool {
 	return false
 }
 
+// The describers word an allowing rule's source as kube's RBAC authorizer
+// does ("RBAC: allowed by ..."), by concatenation: the reason is built on
+// every allowed request.
 func describeSubject(s *rbacv1.Subject, bindingNamespace string) string {
 	switch s.Kind {
 	case rbacv1.ServiceAccountKind:
 		if s.Namespace != "" {
-			return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+s.Namespace)
+			return s.Kind + " " + strconv.Quote(s.Name+"/"+s.Namespace)
 		}
-		return fmt.Sprintf("%s %q", s.Kind, s.Name+"/"+bindingNamespace)
+		return s.Kind + " " + strconv.Quote(s.Name+"/"+bindingNamespace)
 	default:
-		return fmt.Sprintf("%s %q", s.Kind, s.Name)
+		return s.Kind + " " + strconv.Quote(s.Name)
 	}
 }
 
@@ -167,8 +171,8 @@ type clusterRoleBindingDescriber struct {
 }
 
 func (d *clusterRoleBindingDescriber) String() string {
-	return fmt.Sprintf("ClusterRoleBinding %q of %s %q to %s",
-		d.binding.Name, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, ""))
+	return "ClusterRoleBinding " + strconv.Quote(d.binding.Name) + " of " + d.binding.RoleRef.Kind + " " +
+		strconv.Quote(d.binding.RoleRef.Name) + " to " + describeSubject(d.subject, "")
 }
 
 type roleBindingDescriber struct {
@@ -177,6 +181,6 @@ type roleBindingDescriber struct {
 }
 
 func (d *roleBindingDescriber) String() string {
-	return fmt.Sprintf("RoleBinding %q of %s %q to %s",
-		d.binding.Name+"/"+d.binding.Namespace, d.binding.RoleRef.Kind, d.binding.RoleRef.Name, describeSubject(d.subject, d.binding.Namespace))
+	return "RoleBinding " + strconv.Quote(d.binding.Name+"/"+d.binding.Namespace) + " of " + d.binding.RoleRef.Kind + " " +
+		strconv.Quote(d.binding.RoleRef.Name) + " to " + describeSubject(d.subject, d.binding.Namespace)
 }

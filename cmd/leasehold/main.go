@@ -201,7 +201,11 @@ func serve(cfg Config, logger hclog.Logger) error {
 		elections.Run(baseCtx)
 	}()
 	go policyController.Run(baseCtx)
-	srv := apiServer(api.Handler(), cert, authn.ClientCAs())
+	srv, err := apiServer(api.Handler(), cert, authn.ClientCAs())
+	if err != nil {
+		node.Close()
+		return fmt.Errorf("API server: %w", err)
+	}
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
 	srv.ErrorLog = logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	ln, err := net.Listen("tcp", cfg.APIAddr)

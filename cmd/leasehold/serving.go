@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"golang.org/x/net/http2"
 
 	"github.com/leasehold/leasehold/auth"
 )
@@ -81,8 +82,9 @@ func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 // serves HTTP/2 and HTTP/1.1, and asks for a client certificate signed by
 // clientCAs without requiring one: the authenticator judges it, so a
 // foreign or expired certificate gets 401, not a TLS alert, and token
-// users connect alike.
-func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) *http.Server {
+// users connect alike. Its HTTP/2 sends a response's headers with its body
+// (serveHTTP2).
+func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) (*http.Server, error) {
 	srv := &http.Server{
 		Handler:           h,
 		ConnContext:       auth.ConnContext,
@@ -101,6 +103,9 @@ func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) *htt
 			srv.TLSConfig.ClientAuth = tls.RequestClientCert
 			srv.TLSConfig.ClientCAs = clientCAs
 		}
+		if err := serveHTTP2(srv, &http2.Server{MaxConcurrentStreams: 100}); err != nil {
+			return nil, err
+		}
 	}
-	return srv
+	return srv, nil
 }
