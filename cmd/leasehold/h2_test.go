@@ -46,7 +46,9 @@ func dataFrame(t *testing.T, stream uint32, n int) []byte {
 }
 
 func TestHeadersWithBodyScan(t *testing.T) {
-	settings := frames(t, func(f *http2.Framer) error { return f.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100}) })
+	settings := frames(t, func(f *http2.Framer) error {
+		return f.WriteSettings(http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: 100})
+	})
 	open := headersFrame(t, 1, false)
 	closed := headersFrame(t, 3, true)
 	data := dataFrame(t, 1, 300)
