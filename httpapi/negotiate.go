@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,12 +272,24 @@ func (in input) decodeWithSerializer(body []byte, gvk schema.GroupVersionKind, i
 // pass, where the JSON serializer makes two, the first only to read
 // apiVersion and kind (a third of the decoding's CPU on a node taking
 // renewals). The result is the serializer's: the same strict decoder into
-// the same typed object. Any other body reports false, and the serializer
-// decodes it again for its own errors and warnings.
+// the same typed object; a Lease, as clients send it to renew, by
+// decodeLeaseJSON's decoder without reflection. Any other body reports
+// false, and the serializer decodes it again for its own errors and
+// warnings.
 func decodeJSONOnce(body []byte, gvk schema.GroupVersionKind, into runtime.Object) (runtime.Object, bool) {
-	strict, err := kjson.UnmarshalStrict(body, into)
-	if err != nil || len(strict) > 0 {
-		return nil, false
+	l, isLease := into.(*coordinationv1.Lease)
+	var fresh coordinationv1.Lease
+	if isLease {
+		fresh = *l
+	}
+	if !isLease || !decodeLeaseJSON(body, l) {
+		if isLease {
+			*l = fresh // not what the single pass left
+		}
+		strict, err := kjson.UnmarshalStrict(body, into)
+		if err != nil || len(strict) > 0 {
+			return nil, false
+		}
 	}
 	tm, err := meta.TypeAccessor(into)
 	if err != nil {
