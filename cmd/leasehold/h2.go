@@ -19,9 +19,12 @@ import (
 // whose body follows and send it with the next write, the body tens of
 // microseconds later: one record, one system call, one wakeup. A body that
 // does not follow within holdHeadersFor (a watch waiting for its first
-// event) does not hold the headers longer than that.
+// event) does not hold the headers longer than that. A WINDOW_UPDATE (the
+// server returns the window of every 4 KiB of request bodies) waits for
+// the next response alike; the client's window is 1 MiB.
 
-// holdHeadersFor bounds how long response headers wait for their body.
+// holdHeadersFor bounds how long response headers (or a WINDOW_UPDATE)
+// wait for what follows.
 const holdHeadersFor = time.Millisecond
 
 // maxHeld bounds what a connection holds back (several streams' headers).
@@ -47,7 +50,8 @@ func serveHTTP2(srv *http.Server, h2 *http2.Server) error {
 
 // headersWithBodyConn is a server's TLS connection that holds back a write
 // ending with a HEADERS frame that has END_HEADERS and not END_STREAM
-// (a body follows) until the next write or holdHeadersFor. It follows the
+// (a body follows), or with a WINDOW_UPDATE, until the next write or
+// holdHeadersFor. It follows the
 // frames across writes (RFC 9113 §4.1: a 9-byte header, the payload's
 // length in its first three bytes, then type and flags); the server writes
 // nothing else.
@@ -63,7 +67,7 @@ type headersWithBodyConn struct {
 	hdr      [9]byte // the frame header being read across writes
 	nhdr     int     // its bytes seen so far
 	payload  int     // payload bytes of the current frame still to come
-	lastOpen bool    // the last complete frame is HEADERS with a body to follow
+	lastHeld bool    // the last complete frame waits for the next: HEADERS with a body to follow, WINDOW_UPDATE
 }
 
 func newHeadersWithBodyConn(c *tls.Conn) *headersWithBodyConn {
@@ -74,13 +78,14 @@ func newHeadersWithBodyConn(c *tls.Conn) *headersWithBodyConn {
 }
 
 const (
-	frameHeaders   = 0x1
+	frameHeaders      = 0x1
+	frameWindowUpdate = 0x8
 	flagEndStream  = 0x1
 	flagEndHeaders = 0x4
 )
 
 // scan follows the frames in p and reports whether p ends exactly after a
-// HEADERS frame whose body follows.
+// frame that waits for the next write.
 func (c *headersWithBodyConn) scan(p []byte) bool {
 	for len(p) > 0 {
 		if c.payload > 0 {
@@ -98,9 +103,10 @@ func (c *headersWithBodyConn) scan(p []byte) bool {
 		c.nhdr = 0
 		c.payload = int(c.hdr[0])<<16 | int(c.hdr[1])<<8 | int(c.hdr[2])
 		typ, flags := c.hdr[3], c.hdr[4]
-		c.lastOpen = typ == frameHeaders && flags&flagEndHeaders != 0 && flags&flagEndStream == 0
+		c.lastHeld = typ == frameHeaders && flags&flagEndHeaders != 0 && flags&flagEndStream == 0 ||
+			typ == frameWindowUpdate
 	}
-	return c.nhdr == 0 && c.payload == 0 && c.lastOpen
+	return c.nhdr == 0 && c.payload == 0 && c.lastHeld
 }
 
 func (c *headersWithBodyConn) Write(p []byte) (int, error) {
