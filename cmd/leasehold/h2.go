@@ -80,8 +80,8 @@ func newHeadersWithBodyConn(c *tls.Conn) *headersWithBodyConn {
 const (
 	frameHeaders      = 0x1
 	frameWindowUpdate = 0x8
-	flagEndStream  = 0x1
-	flagEndHeaders = 0x4
+	flagEndStream     = 0x1
+	flagEndHeaders    = 0x4
 )
 
 // scan follows the frames in p and reports whether p ends exactly after a
