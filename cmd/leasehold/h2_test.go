@@ -220,3 +220,46 @@ func TestAPIServerConcurrentStreams(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestAPIServerHTTP2Settings: kube-apiserver's limit of 100 streams a
+// connection, advertised in the server's first SETTINGS.
+func TestAPIServerHTTP2Settings(t *testing.T) {
+	ca := testpki.NewCA(t)
+	serving := ca.Issue(t, "leasehold", nil, testpki.WithIPs(net.IPv4(127, 0, 0, 1)), testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
+	pair := serving.TLSCertificate()
+	srv, err := apiServer(http.NotFoundHandler(), &servingCert{cert: &pair}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.ServeTLS(ln, "", "") }()
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), NextProtos: []string{"h2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			if v, ok := sf.Value(http2.SettingMaxConcurrentStreams); !ok || v != 100 {
+				t.Fatalf("MAX_CONCURRENT_STREAMS %d (%v), want 100", v, ok)
+			}
+			return
+		}
+	}
+}

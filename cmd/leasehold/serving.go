@@ -91,7 +91,6 @@ func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) (*ht
 		MaxHeaderBytes:    1 << 20,
 		ReadHeaderTimeout: 32 * time.Second,
 		IdleTimeout:       90 * time.Second,
-		HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: 100},
 	}
 	if cert != nil {
 		srv.TLSConfig = &tls.Config{
