@@ -21,7 +21,7 @@ import (
 // does not follow within holdHeadersFor (a watch waiting for its first
 // event) does not hold the headers longer than that. A WINDOW_UPDATE (the
 // server returns the window of every 4 KiB of request bodies) waits for
-// the next response alike; the client's window is 1 MiB.
+// the next response alike: a client may send 1 MiB before it needs one.
 
 // holdHeadersFor bounds how long response headers (or a WINDOW_UPDATE)
 // wait for what follows.
@@ -51,10 +51,9 @@ func serveHTTP2(srv *http.Server, h2 *http2.Server) error {
 // headersWithBodyConn is a server's TLS connection that holds back a write
 // ending with a HEADERS frame that has END_HEADERS and not END_STREAM
 // (a body follows), or with a WINDOW_UPDATE, until the next write or
-// holdHeadersFor. It follows the
-// frames across writes (RFC 9113 §4.1: a 9-byte header, the payload's
-// length in its first three bytes, then type and flags); the server writes
-// nothing else.
+// holdHeadersFor. It follows the frames across writes (RFC 9113 §4.1: a
+// 9-byte header, the payload's length in its first three bytes, then type
+// and flags); the server writes nothing else.
 type headersWithBodyConn struct {
 	*tls.Conn
 
