@@ -224,20 +224,10 @@ func TestAPIServerConcurrentStreams(t *testing.T) {
 // TestAPIServerHTTP2Settings: kube-apiserver's limit of 100 streams a
 // connection, advertised in the server's first SETTINGS.
 func TestAPIServerHTTP2Settings(t *testing.T) {
-	ca := testpki.NewCA(t)
-	serving := ca.Issue(t, "leasehold", nil, testpki.WithIPs(net.IPv4(127, 0, 0, 1)), testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth))
-	pair := serving.TLSCertificate()
-	srv, err := apiServer(http.NotFoundHandler(), &servingCert{cert: &pair}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	t.Cleanup(func() { _ = srv.Close() })
-	c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), NextProtos: []string{"h2"}})
+	ln, client, _ := startAPIServer(t, http.NotFoundHandler())
+	cfg := client.Transport.(*http.Transport).TLSClientConfig.Clone()
+	cfg.NextProtos = []string{"h2"}
+	c, err := tls.Dial("tcp", ln.Addr().String(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
