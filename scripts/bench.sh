@@ -4,14 +4,15 @@
 # cluster sent only the etcd transactions kube-apiserver would send for the
 # same operations (leasebench --target etcd), and prints a comparison table.
 #
-#   scripts/bench.sh                        default profile (about 15 minutes on 2 cores)
+#   scripts/bench.sh                        default profile (about 18 minutes on 2 cores)
 #   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
 #   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
-#   TLS=0 scripts/bench.sh                  without the TLS profile (about 3 minutes less)
+#   TLS=0 scripts/bench.sh                  without the TLS profile (about 6 minutes less)
 #
 # leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
 # (Debian's etcd-server, installed if etcd is not on PATH) on client ports
-# 22379/22381/22383 and peer ports 22380/22382/22384. Both keep their data
+# 22379/22381/22383 and peer ports 22380/22382/22384 (the TLS profile's open
+# clusters beside the secured ones on ports 10 above). Both keep their data
 # in temporary directories on the same disk, both fsync their logs (etcd
 # runs without --unsafe-no-fsync), and both are removed at the end. Every
 # workload runs ROUNDS times on each system, alternately, so only one
@@ -24,8 +25,8 @@
 # watch fan-out (ROUNDS rounds of no watchers, protobuf and JSON watchers;
 # medians) and 100,000 Leases stored (RSS, restart time).
 #
-# Last, the TLS profile (TLS=0 skips it; about 3 minutes): both clusters
-# again, fresh and secured everywhere. leasehold as scripts/cluster.sh
+# Last, the TLS profile (TLS=0 skips it; about 6 minutes): both clusters
+# again, fresh and secured everywhere, each beside a fresh open one. leasehold as scripts/cluster.sh
 # starts it (SECURE=1): HTTPS, client certificates of its local CA
 # ($LEASEHOLD_DATA/pki), peer mutual TLS; etcd with client TLS
 # (--client-cert-auth) and peer TLS (--peer-client-cert-auth), its
@@ -34,9 +35,11 @@
 # certificate of a kubelet's kind (system:node:leasebench in group
 # system:nodes; /metrics is read as the CA's admin), and gRPC over TLS to
 # etcd, as kube-apiserver does with --etcd-certfile. renew (JSON and
-# protobuf) and get on followers at 64 clients, ROUNDS rounds each,
-# alternately; then `leasebench tls`: leasehold / etcd over TLS, and each
-# system's throughput over TLS / its plaintext median from the first part.
+# protobuf) and get on followers at 64 clients, ROUNDS rounds each, the
+# four clusters in turns (leasehold open, secured, etcd open, secured), so
+# that the machine's drift falls on the open and the secured runs alike;
+# then `leasebench tls`: leasehold / etcd over TLS, and each system's
+# throughput over TLS / its open cluster's median.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -56,6 +59,13 @@ LEASEHOLD_ETCD_PORT_BASE=${LEASEHOLD_ETCD_PORT_BASE:-29000}
 # cluster runs scripts/cluster.sh with leasehold's etcd port base (its
 # ETCD_PORT_BASE; here that name is the etcd cluster's).
 cluster() { ETCD_PORT_BASE=$LEASEHOLD_ETCD_PORT_BASE scripts/cluster.sh "$@"; }
+# open_cluster is the TLS profile's open leasehold cluster, beside the
+# secured one: API ports 27011-27013, peer ports 28011-28013 by default.
+OPEN_DATA=$(mktemp -d)
+open_cluster() {
+	LEASEHOLD_DATA=$OPEN_DATA API_PORT_BASE=$((API_PORT_BASE + 10)) PEER_PORT_BASE=$((PEER_PORT_BASE + 10)) \
+		ETCD_PORT_BASE='' SECURE=0 scripts/cluster.sh "$@"
+}
 ETCD_DATA=$(mktemp -d)
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
@@ -83,6 +93,8 @@ cleanup() {
 	rm -rf "$ETCD_DATA"
 	[[ -n $KEEP_RESULTS ]] || rm -rf "$RESULTS"
 	cluster clean >/dev/null 2>&1 || true
+	open_cluster clean >/dev/null 2>&1 || true
+	rm -rf "$OPEN_DATA"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -107,15 +119,20 @@ echo "== this machine"
 mkdir -p "$LEASEHOLD_DATA"
 bin/leasebench machine --dir "$LEASEHOLD_DATA"
 echo
+# endpoints SCHEME PORT_BASE STARTED: the nodes' API URLs, the leader
+# (from cluster.sh start's output STARTED) first: leasebench takes the
+# first for the leader (its get workloads read on the others).
+endpoints() {
+	local leader i url list=
+	leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$3")
+	for i in "${leader:-1}" 1 2 3; do
+		url="$1://127.0.0.1:$(($2 + i))"
+		[[ ,$list, == *,$url,* ]] || list+="${list:+,}$url"
+	done
+	echo "$list"
+}
 started=$(LEASEHOLD_BIN=bin/leasehold cluster start)
-# leasebench takes the first leasehold endpoint for the leader (its get
-# workloads read on the others): put the leader first.
-leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
-ENDPOINTS=
-for i in "${leader:-1}" 1 2 3; do
-	url="http://127.0.0.1:$((API_PORT_BASE + i))"
-	[[ ,$ENDPOINTS, == *,$url,* ]] || ENDPOINTS+="${ENDPOINTS:+,}$url"
-done
+ENDPOINTS=$(endpoints http "$API_PORT_BASE" "$started")
 LEASEHOLD_ETCD_ENDPOINTS="http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 1)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 2)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 3))"
 
 # etcd: a fresh three-member cluster. The compaction setting mirrors
@@ -128,7 +145,7 @@ CURL_TLS=()
 etcd_url() { echo "$ETCD_SCHEME://127.0.0.1:$((ETCD_PORT_BASE + 2 * ($1 - 1) + $2))"; } # member, 0 client / 1 peer
 # start_etcd DIR: the three members, their data and logs in DIR.
 start_etcd() {
-	local dir=$1 i t initial=
+	local dir=$1 i t initial='' first=${#ETCD_PIDS[@]}
 	for i in 1 2 3; do initial+="${initial:+,}e$i=$(etcd_url "$i" 1)"; done
 	ETCD_ENDPOINTS="$(etcd_url 1 0),$(etcd_url 2 0),$(etcd_url 3 0)"
 	for i in 1 2 3; do
@@ -144,7 +161,7 @@ start_etcd() {
 	for i in 1 2 3; do
 		for ((t = 0; ; t++)); do
 			curl -fsS --max-time 2 ${CURL_TLS[@]+"${CURL_TLS[@]}"} "$(etcd_url "$i" 0)/health" 2>/dev/null | grep -q '"health":"true"' && break
-			if ((t >= 60)) || ! kill -0 "${ETCD_PIDS[i - 1]}" 2>/dev/null; then
+			if ((t >= 60)) || ! kill -0 "${ETCD_PIDS[first + i - 1]}" 2>/dev/null; then
 				echo "etcd member e$i did not become healthy; its log ends:" >&2
 				tail -n 20 "$dir/e$i.log" >&2
 				exit 1
@@ -156,28 +173,34 @@ start_etcd() {
 start_etcd "$ETCD_DATA"
 
 n=0
-# compare WORKLOAD LABEL FLAGS...: ROUNDS runs on each system, alternately,
-# their results in OUT; BENCH_TLS holds leasebench's TLS flags, if any.
+# compare WORKLOAD LABEL FLAGS...: ROUNDS runs of each of TARGETS, in
+# turns, their results in OUT (the open clusters' of the TLS profile in
+# OUT/plain); BENCH_TLS holds leasebench's TLS flags, if any. TARGETS:
+# leasehold (its REST API), leasehold-etcd (kube-apiserver's transactions
+# through leasehold's etcd port), etcd; leasehold-open and etcd-open, the
+# TLS profile's open clusters.
 OUT=$RESULTS
 BENCH_TLS=()
-# LEASEHOLD_TARGET=leasehold-etcd sends leasehold kube-apiserver's
-# transactions through its etcd port instead of REST calls.
-LEASEHOLD_TARGET=leasehold
+TARGETS=(leasehold etcd)
 compare() {
-	local workload=$1 label=$2 r target endpoints name metrics
+	local workload=$1 label=$2 r variant target endpoints metrics out
+	local -a tls
 	shift 2
 	n=$((n + 1))
 	for ((r = 1; r <= ROUNDS; r++)); do
-		for target in "$LEASEHOLD_TARGET" etcd; do
-			case $target in
-			etcd) endpoints=$ETCD_ENDPOINTS metrics=$ETCD_ENDPOINTS name=etcd ;;
-			leasehold) endpoints=$ENDPOINTS metrics=$ENDPOINTS name=leasehold ;;
-			leasehold-etcd) endpoints=$LEASEHOLD_ETCD_ENDPOINTS metrics=$ENDPOINTS name=leasehold ;;
+		for variant in "${TARGETS[@]}"; do
+			out=$OUT tls=(${BENCH_TLS[@]+"${BENCH_TLS[@]}"})
+			case $variant in
+			leasehold) target=leasehold endpoints=$ENDPOINTS metrics=$ENDPOINTS ;;
+			leasehold-etcd) target=leasehold-etcd endpoints=$LEASEHOLD_ETCD_ENDPOINTS metrics=$ENDPOINTS ;;
+			etcd) target=etcd endpoints=$ETCD_ENDPOINTS metrics=$ETCD_ENDPOINTS ;;
+			leasehold-open) target=leasehold endpoints=$OPEN_ENDPOINTS metrics=$OPEN_ENDPOINTS out=$OUT/plain tls=() ;;
+			etcd-open) target=etcd endpoints=$OPEN_ETCD_ENDPOINTS metrics=$OPEN_ETCD_ENDPOINTS out=$OUT/plain tls=() ;;
 			esac
 			bin/leasebench --target "$target" --endpoints "$endpoints" --metrics-endpoints "$metrics" \
 				--duration "$DURATION" --label "$label" \
-				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$OUT" "$n" "$workload" "$label" "$name" "$r")" \
-				${BENCH_TLS[@]+"${BENCH_TLS[@]}"} "$@" "$workload"
+				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$out" "$n" "$workload" "$label" "${target%-etcd}" "$r")" \
+				${tls[@]+"${tls[@]}"} "$@" "$workload"
 		done
 	done
 }
@@ -196,9 +219,8 @@ compare get0 followers-rv0 --clients 64
 compare mixed 64-clients --clients 64
 # The same renewals as etcd's, to leasehold's etcd port: what
 # kube-apiserver started with --etcd-servers-overrides sends it.
-LEASEHOLD_TARGET=leasehold-etcd
+TARGETS=(leasehold-etcd etcd)
 compare renew etcd-api-64-clients --clients 64
-LEASEHOLD_TARGET=leasehold
 echo
 bin/leasebench compare "$RESULTS"/*.json
 [[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"
@@ -330,12 +352,16 @@ echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each
 cluster clean >/dev/null
 started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold cluster start)
 PKI=$LEASEHOLD_DATA/pki
-leader=$(sed -n 's/^leader: n\([1-3]\)$/\1/p' <<<"$started")
-ENDPOINTS=
-for i in "${leader:-1}" 1 2 3; do
-	url="https://127.0.0.1:$((API_PORT_BASE + i))"
-	[[ ,$ENDPOINTS, == *,$url,* ]] || ENDPOINTS+="${ENDPOINTS:+,}$url"
-done
+ENDPOINTS=$(endpoints https "$API_PORT_BASE" "$started")
+# Beside each secured cluster an open one, as in the first part, on ports
+# 10 above and data of its own: the runs over TLS take turns with these,
+# so that what the machine's other load does falls on both alike.
+OPEN_ENDPOINTS=$(endpoints http $((API_PORT_BASE + 10)) "$(LEASEHOLD_BIN=bin/leasehold open_cluster start)")
+ETCD_PORT_BASE=$((ETCD_PORT_BASE + 10))
+mkdir -p "$ETCD_DATA/open"
+start_etcd "$ETCD_DATA/open"
+OPEN_ETCD_ENDPOINTS=$ETCD_ENDPOINTS
+ETCD_PORT_BASE=$((ETCD_PORT_BASE - 10))
 CERTS=$ETCD_DATA/tls
 mkdir -p "$CERTS"
 issue() { bin/leasebench cert --ca-cert "$PKI/ca.crt" --ca-key "$PKI/ca.key" --out "$CERTS/$1" "${@:2}"; }
@@ -386,18 +412,21 @@ echo "   RBAC: leasehold:lease-holder bound in its namespace), from each client 
 echo "   to each node; peers over mutual TLS (--peer-cert-allowed-cn)"
 echo "   etcd: gRPC over TLS, --client-cert-auth (the same client certificate); peers over mutual TLS"
 echo "   (--peer-client-cert-auth, --peer-cert-allowed-cn); both sign with the same CA, ECDSA P-256 keys"
+echo "   open beside them, taking turns with them: leasehold ($OPEN_ENDPOINTS), etcd ($OPEN_ETCD_ENDPOINTS)"
 BENCH_TLS=(--cacert "$PKI/ca.crt" --cert "$CERTS/client.crt" --key "$CERTS/client.key"
 	--metrics-cert "$PKI/admin.crt" --metrics-key "$PKI/admin.key")
 OUT=$RESULTS/tls
-mkdir -p "$OUT"
+mkdir -p "$OUT/plain"
 [[ ! -r /proc/loadavg ]] || echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
-# The same labels as the plaintext runs: `leasebench tls` pairs them. (n,
-# compare's count, served as a node's name since.)
+# The same labels as the first part's runs. (n, compare's count, served as
+# a node's name since.)
 n=0
+TARGETS=(leasehold-open leasehold etcd-open etcd)
 compare renew 64-clients --clients 64
 compare renew 64-clients-protobuf --clients 64 --format protobuf
 compare get followers --clients 64
 stop_etcd
+open_cluster clean >/dev/null
 echo
-bin/leasebench tls "$RESULTS"/*.json "$OUT"/*.json
+bin/leasebench tls "$OUT"/plain/*.json "$OUT"/*.json
 [[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"
