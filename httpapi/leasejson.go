@@ -8,7 +8,6 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // decodeLeaseJSON decodes the JSON Lease a client sends to renew it —
@@ -22,13 +21,13 @@ import (
 // reports true, the result is the strict decoder's (FuzzLeaseJSON holds
 // the two side by side).
 func decodeLeaseJSON(body []byte, l *coordinationv1.Lease) bool {
-	d := leaseDecoder{data: body}
+	d := &leaseDecoder{data: body}
 	ok := d.object(func(key []byte) bool {
 		switch string(key) {
 		case "kind":
-			return d.str(&l.Kind)
+			return str(d, &l.Kind)
 		case "apiVersion":
-			return d.str(&l.APIVersion)
+			return str(d, &l.APIVersion)
 		case "metadata":
 			return d.objectMeta(&l.ObjectMeta)
 		case "spec":
@@ -143,21 +142,24 @@ func (d *leaseDecoder) rawBytes() ([]byte, bool) {
 	return nil, false
 }
 
-func (d *leaseDecoder) str(into *string) bool {
+// str reads a string field of any string type (a name, a UID, an
+// operation).
+func str[T ~string](d *leaseDecoder, into *T) bool {
 	if d.null() {
 		return true
 	}
 	s, ok := d.rawString()
-	*into = s
+	*into = T(s)
 	return ok
 }
 
-func (d *leaseDecoder) strPtr(into **string) bool {
+func strPtr[T ~string](d *leaseDecoder, into **T) bool {
 	if d.null() {
 		return true
 	}
 	s, ok := d.rawString()
-	*into = &s
+	v := T(s)
+	*into = &v
 	return ok
 }
 
@@ -193,6 +195,15 @@ func (d *leaseDecoder) int32Ptr(into **int32) bool {
 	n, ok := d.integer(math.MinInt32, math.MaxInt32)
 	v := int32(n)
 	*into = &v
+	return ok
+}
+
+func (d *leaseDecoder) int64(into *int64) bool {
+	if d.null() {
+		return true
+	}
+	n, ok := d.integer(math.MinInt64, math.MaxInt64)
+	*into = n
 	return ok
 }
 
@@ -254,7 +265,7 @@ func (d *leaseDecoder) stringMap(into *map[string]string) bool {
 	*into = m
 	return d.object(func(key []byte) bool {
 		var v string
-		if !d.str(&v) {
+		if !str(d, &v) {
 			return false
 		}
 		m[string(key)] = v
@@ -269,7 +280,7 @@ func (d *leaseDecoder) stringList(into *[]string) bool {
 	list := []string{}
 	ok := d.array(func() bool {
 		var s string
-		if !d.str(&s) {
+		if !str(d, &s) {
 			return false
 		}
 		list = append(list, s)
@@ -307,27 +318,19 @@ func (d *leaseDecoder) objectMeta(m *metav1.ObjectMeta) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "name":
-			return d.str(&m.Name)
+			return str(d, &m.Name)
 		case "generateName":
-			return d.str(&m.GenerateName)
+			return str(d, &m.GenerateName)
 		case "namespace":
-			return d.str(&m.Namespace)
+			return str(d, &m.Namespace)
 		case "selfLink":
-			return d.str(&m.SelfLink)
+			return str(d, &m.SelfLink)
 		case "uid":
-			var s string
-			ok := d.str(&s)
-			m.UID = types.UID(s)
-			return ok
+			return str(d, &m.UID)
 		case "resourceVersion":
-			return d.str(&m.ResourceVersion)
+			return str(d, &m.ResourceVersion)
 		case "generation":
-			if d.null() {
-				return true
-			}
-			n, ok := d.integer(math.MinInt64, math.MaxInt64)
-			m.Generation = n
-			return ok
+			return d.int64(&m.Generation)
 		case "creationTimestamp":
 			return d.time(&m.CreationTimestamp)
 		case "deletionTimestamp":
@@ -365,18 +368,15 @@ func (d *leaseDecoder) managedFieldsEntry(e *metav1.ManagedFieldsEntry) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "manager":
-			return d.str(&e.Manager)
+			return str(d, &e.Manager)
 		case "operation":
-			var s string
-			ok := d.str(&s)
-			e.Operation = metav1.ManagedFieldsOperationType(s)
-			return ok
+			return str(d, &e.Operation)
 		case "apiVersion":
-			return d.str(&e.APIVersion)
+			return str(d, &e.APIVersion)
 		case "time":
 			return d.timePtr(&e.Time)
 		case "fieldsType":
-			return d.str(&e.FieldsType)
+			return str(d, &e.FieldsType)
 		case "fieldsV1":
 			if d.null() {
 				return true
@@ -391,7 +391,7 @@ func (d *leaseDecoder) managedFieldsEntry(e *metav1.ManagedFieldsEntry) bool {
 			e.FieldsV1.SetRawBytes(d.data[start:d.pos])
 			return true
 		case "subresource":
-			return d.str(&e.Subresource)
+			return str(d, &e.Subresource)
 		}
 		return false
 	})
@@ -404,7 +404,7 @@ func (d *leaseDecoder) leaseSpec(s *coordinationv1.LeaseSpec) bool {
 	return d.object(func(key []byte) bool {
 		switch string(key) {
 		case "holderIdentity":
-			return d.strPtr(&s.HolderIdentity)
+			return strPtr(d, &s.HolderIdentity)
 		case "leaseDurationSeconds":
 			return d.int32Ptr(&s.LeaseDurationSeconds)
 		case "acquireTime":
@@ -414,15 +414,9 @@ func (d *leaseDecoder) leaseSpec(s *coordinationv1.LeaseSpec) bool {
 		case "leaseTransitions":
 			return d.int32Ptr(&s.LeaseTransitions)
 		case "strategy":
-			if d.null() {
-				return true
-			}
-			v, ok := d.rawString()
-			strategy := coordinationv1.CoordinatedLeaseStrategy(v)
-			s.Strategy = &strategy
-			return ok
+			return strPtr(d, &s.Strategy)
 		case "preferredHolder":
-			return d.strPtr(&s.PreferredHolder)
+			return strPtr(d, &s.PreferredHolder)
 		}
 		return false
 	})
