@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/net/http2"
 
 	"github.com/leasehold/leasehold/auth"
+	"github.com/leasehold/leasehold/internal/h2server"
 )
 
 // servingCert is the API's certificate, read again when its files change,
@@ -82,8 +82,7 @@ func (s *servingCert) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 // serves HTTP/2 and HTTP/1.1, and asks for a client certificate signed by
 // clientCAs without requiring one: the authenticator judges it, so a
 // foreign or expired certificate gets 401, not a TLS alert, and token
-// users connect alike. Its HTTP/2 sends a response's headers with its body
-// (serveHTTP2).
+// users connect alike. HTTP/2 is served by h2server.
 func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) (*http.Server, error) {
 	srv := &http.Server{
 		Handler:           h,
@@ -102,9 +101,8 @@ func apiServer(h http.Handler, cert *servingCert, clientCAs *x509.CertPool) (*ht
 			srv.TLSConfig.ClientAuth = tls.RequestClientCert
 			srv.TLSConfig.ClientCAs = clientCAs
 		}
-		if err := serveHTTP2(srv, &http2.Server{MaxConcurrentStreams: 100}); err != nil {
-			return nil, err
-		}
+		h2 := &h2server.Server{MaxConcurrentStreams: 100}
+		h2.Configure(srv)
 	}
 	return srv, nil
 }
