@@ -8,6 +8,7 @@
 #   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
 #   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
 #   TLS=0 scripts/bench.sh                  without the TLS profile (about 6 minutes less)
+#   TLS=only scripts/bench.sh               the TLS profile alone (about 6 minutes)
 #
 # leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
 # (Debian's etcd-server, installed if etcd is not on PATH) on client ports
@@ -47,7 +48,7 @@ DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
 WATCHERS=${WATCHERS:-1000}
 TLS=${TLS:-1}
-[[ $TLS == 0 || $TLS == 1 ]] || { echo "scripts/bench.sh: TLS must be 0 or 1, got '$TLS'" >&2; exit 2; }
+[[ $TLS == 0 || $TLS == 1 || $TLS == only ]] || { echo "scripts/bench.sh: TLS must be 0, 1 or only, got '$TLS'" >&2; exit 2; }
 export LEASEHOLD_DATA=${LEASEHOLD_DATA:-$(mktemp -d)}
 export API_PORT_BASE=${API_PORT_BASE:-27000}
 export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
@@ -111,14 +112,18 @@ go build -o bin/leasehold ./cmd/leasehold
 go build -o bin/leasebench ./cmd/leasebench
 # cluster.sh makes a secured cluster's certificates with the leaseholdctl
 # beside the binary it runs.
-((TLS == 0)) || go build -o bin/leaseholdctl ./cmd/leaseholdctl
+[[ $TLS == 0 ]] || go build -o bin/leaseholdctl ./cmd/leaseholdctl
+PLAIN=1 # the plaintext profile runs
+[[ $TLS != only ]] || PLAIN=0
 # What bounds one sequential client here, before either system runs: how
 # long a page takes to become durable on the disk both write to, and a
 # round trip between two processes, back to back and after an idle spell.
-echo "== this machine"
-mkdir -p "$LEASEHOLD_DATA"
-bin/leasebench machine --dir "$LEASEHOLD_DATA"
-echo
+if ((PLAIN)); then
+	echo "== this machine"
+	mkdir -p "$LEASEHOLD_DATA"
+	bin/leasebench machine --dir "$LEASEHOLD_DATA"
+	echo
+fi
 # endpoints SCHEME PORT_BASE STARTED: the nodes' API URLs, the leader
 # (from cluster.sh start's output STARTED) first: leasebench takes the
 # first for the leader (its get workloads read on the others).
@@ -131,8 +136,10 @@ endpoints() {
 	done
 	echo "$list"
 }
-started=$(LEASEHOLD_BIN=bin/leasehold cluster start)
-ENDPOINTS=$(endpoints http "$API_PORT_BASE" "$started")
+if ((PLAIN)); then
+	started=$(LEASEHOLD_BIN=bin/leasehold cluster start)
+	ENDPOINTS=$(endpoints http "$API_PORT_BASE" "$started")
+fi
 LEASEHOLD_ETCD_ENDPOINTS="http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 1)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 2)),http://127.0.0.1:$((LEASEHOLD_ETCD_PORT_BASE + 3))"
 
 # etcd: a fresh three-member cluster. The compaction setting mirrors
@@ -170,7 +177,7 @@ start_etcd() {
 		done
 	done
 }
-start_etcd "$ETCD_DATA"
+((PLAIN == 0)) || start_etcd "$ETCD_DATA"
 
 n=0
 # compare WORKLOAD LABEL FLAGS...: ROUNDS runs of each of TARGETS, in
@@ -205,6 +212,7 @@ compare() {
 	done
 }
 
+if ((PLAIN)); then # up to the TLS profile
 echo "== leasehold vs etcd (kube-apiserver's transactions only), $(nproc) cores, $DURATION per run, $ROUNDS rounds"
 # Other load on the machine moves every figure: say how busy it was.
 [[ ! -r /proc/loadavg ]] || echo "   load average before the runs: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -340,7 +348,8 @@ else
 	echo "   no follower to restart: $(cluster status | tr '\n' ' ')"
 fi
 
-((TLS == 1)) || exit 0
+fi # the plaintext profile
+[[ $TLS != 0 ]] || exit 0
 
 # ---------------------------------------------------------------- TLS profile
 # Both systems again, fresh and secured everywhere: leasehold as

@@ -70,7 +70,9 @@ type conn struct {
 	closed            bool
 	idleTimer         *time.Timer
 
-	handlers sync.WaitGroup // the streams' goroutines
+	handlers    sync.WaitGroup // the handler goroutines
+	jobs        chan job       // to the idle handler goroutine; closed when the connection ends
+	idleHandler atomic.Bool    // a handler goroutine waits on jobs
 }
 
 func newConn(nc net.Conn, cs *tls.ConnectionState, ctx context.Context, h http.Handler, errorLog *log.Logger) *conn {
@@ -90,6 +92,7 @@ func newConn(nc net.Conn, cs *tls.ConnectionState, ctx context.Context, h http.H
 	c.peerMaxFrame.Store(16384)
 	c.newTableSize.Store(-1)
 	c.cond.L = &c.mu
+	c.jobs = make(chan job)
 	return c
 }
 
@@ -378,6 +381,7 @@ func (c *conn) cleanup() {
 	}
 	// Closing first ends a write blocked on a client that stopped reading.
 	_ = c.nc.Close()
+	close(c.jobs) // the reader, its only sender, is done
 	c.wmu.Lock()
 	if c.werr == nil {
 		c.werr = errClosed

@@ -11,6 +11,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -625,4 +626,32 @@ func TestConcurrentStreamsOnOneConnection(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+func TestHandlerGoroutineServesTheNextStream(t *testing.T) {
+	// Sequential requests on one connection are served by the goroutine
+	// that served the first, its stack already grown.
+	var mu sync.Mutex
+	ids := map[string]bool{}
+	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64)
+		id, _, _ := strings.Cut(string(buf[:runtime.Stack(buf, false)]), " [")
+		mu.Lock()
+		ids[id] = true
+		mu.Unlock()
+	}))
+	c := ts.client(t)
+	for range 50 {
+		resp, err := c.Get(ts.url("/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// A goroutine is idle on the connection only once it has finished a
+	// stream: at times the next stream comes first and gets a new one.
+	if len(ids) > 10 {
+		t.Fatalf("50 sequential requests served by %d goroutines", len(ids))
+	}
 }

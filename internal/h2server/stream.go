@@ -110,8 +110,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		c.idleTimer.Stop()
 	}
 	c.mu.Unlock()
-	c.handlers.Add(1)
-	go c.runHandler(s, rw, req, h)
+	c.startHandler(job{s, rw, req, h})
 	return nil
 }
 
@@ -343,9 +342,52 @@ func (b *requestBody) Close() error {
 	return nil
 }
 
-// runHandler serves one stream on its own goroutine.
-func (c *conn) runHandler(s *stream, rw *responseWriter, req *http.Request, h http.Handler) {
+// job is a stream for a handler goroutine to serve.
+type job struct {
+	s   *stream
+	rw  *responseWriter
+	req *http.Request
+	h   http.Handler
+}
+
+// startHandler serves a stream on the connection's idle handler goroutine,
+// or on a new one. A goroutine that has served a stream keeps its stack,
+// grown by the handler: a new one starts small and grows by copying, on
+// every request (4–9 % of a node's CPU went to runtime.newstack and
+// goroutine creation under renewals and gets). A connection keeps one
+// idle, so many quiet connections cost little; the garbage collector
+// shrinks the stack of one that stays idle.
+func (c *conn) startHandler(j job) {
+	select {
+	case c.jobs <- j:
+	default:
+		c.handlers.Add(1)
+		go c.handlerLoop(j)
+	}
+}
+
+// handlerLoop serves j, then the connection's next streams while it is
+// the idle one; it ends with the connection.
+func (c *conn) handlerLoop(j job) {
 	defer c.handlers.Done()
+	growStack()
+	for {
+		c.serveStream(j)
+		if !c.idleHandler.CompareAndSwap(false, true) {
+			return // another goroutine waits already
+		}
+		var ok bool
+		j, ok = <-c.jobs
+		c.idleHandler.Store(false)
+		if !ok {
+			return
+		}
+	}
+}
+
+// serveStream runs the handler for one stream.
+func (c *conn) serveStream(j job) {
+	s, rw := j.s, j.rw
 	done := false
 	defer func() {
 		if !done {
@@ -360,18 +402,14 @@ func (c *conn) runHandler(s *stream, rw *responseWriter, req *http.Request, h ht
 		}
 		c.streamDone(s, rw)
 	}()
-	growStack()
-	h.ServeHTTP(rw, req)
+	j.h.ServeHTTP(rw, j.req)
 	rw.finish()
 	done = true
 }
 
-// growStack grows a handler goroutine's stack in one step to what the
-// API's handlers take. Every stream is served on a new goroutine, whose
-// stack starts at the average size of all goroutines' (mostly idle
-// connections') and doubles as the handler goes deeper, copied each time:
-// 3.1–4.4 % of a node's CPU under renewals went to runtime.newstack,
-// 2.0–3.0 % with this one growth, which spares the later, deeper copies.
+// growStack grows a new handler goroutine's stack in one step to what
+// the API's handlers take, rather than by doubling and copying it as the
+// handler goes deeper.
 //
 //go:noinline
 func growStack() {
