@@ -299,43 +299,34 @@ func TestFlushSendsHeadersBeforeTheBody(t *testing.T) {
 	}
 }
 
-func TestClientResetCancelsTheHandler(t *testing.T) {
-	canceled := make(chan struct{})
-	started := make(chan struct{})
-	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-r.Context().Done()
-		close(canceled)
-	}))
-	r := ts.dial(t)
-	r.headers(1, "GET", "/watch", true)
-	<-started
-	if err := r.fr.WriteRSTStream(1, http2.ErrCodeCancel); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-canceled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler's context was not canceled")
-	}
-}
-
-func TestConnectionCloseCancelsHandlers(t *testing.T) {
-	canceled := make(chan struct{})
-	started := make(chan struct{})
-	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		close(started)
-		<-r.Context().Done()
-		close(canceled)
-	}))
-	r := ts.dial(t)
-	r.headers(1, "GET", "/watch", true)
-	<-started
-	r.c.Close()
-	select {
-	case <-canceled:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the handler's context was not canceled")
+func TestClientGoingAwayCancelsTheHandler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(r *raw) error
+	}{
+		{"RST_STREAM", func(r *raw) error { return r.fr.WriteRSTStream(1, http2.ErrCodeCancel) }},
+		{"the connection closed", func(r *raw) error { return r.c.Close() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			canceled := make(chan struct{})
+			started := make(chan struct{})
+			ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(started)
+				<-r.Context().Done()
+				close(canceled)
+			}))
+			r := ts.dial(t)
+			r.headers(1, "GET", "/watch", true)
+			<-started
+			if err := tc.end(r); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-canceled:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the handler's context was not canceled")
+			}
+		})
 	}
 }
 
