@@ -68,6 +68,8 @@ type conn struct {
 	recvUnreturned    int64  // bytes read or dropped but not yet given back to the client
 	goingAway         bool
 	closed            bool
+	closedIDs         [64]uint32 // the streams that ended last, for STREAM_CLOSED
+	closedNext        int
 	idleTimer         *time.Timer
 
 	handlers    sync.WaitGroup // the handler goroutines
@@ -180,6 +182,18 @@ func (c *conn) process(f http2.Frame) error {
 		}
 	case *http2.RSTStreamFrame:
 		return c.onReset(f)
+	case *http2.PriorityFrame:
+		if f.StreamDep == f.StreamID {
+			// A stream cannot depend on itself (RFC 9113 §5.3.1).
+			c.mu.Lock()
+			s := c.streams[f.StreamID]
+			c.mu.Unlock()
+			if s != nil {
+				c.resetStream(s, http2.ErrCodeProtocol)
+			} else {
+				c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, f.StreamID, http2.ErrCodeProtocol) })
+			}
+		}
 	case *http2.PushPromiseFrame:
 		// RFC 9113 §8.4: clients cannot push.
 		return http2.ConnectionError(http2.ErrCodeProtocol)
@@ -187,7 +201,7 @@ func (c *conn) process(f http2.Frame) error {
 		// The client opens no more streams and closes the connection
 		// when it is done with the ones it has.
 	}
-	// PRIORITY and unknown frame types are ignored (RFC 9113 §5.5).
+	// Priorities and unknown frame types are ignored (RFC 9113 §5.3.2, §5.5).
 	return nil
 }
 
@@ -212,7 +226,8 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if f.IsAck() {
 		return nil
 	}
-	if f.NumSettings() > maxSettings || f.HasDuplicates() {
+	// Repeated settings are applied in order (RFC 9113 §6.5.3).
+	if f.NumSettings() > maxSettings {
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	err := f.ForeachSetting(func(s http2.Setting) error {

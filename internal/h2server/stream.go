@@ -57,7 +57,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		// handlers here read none.
 		c.mu.Unlock()
 		if s.remoteClosed {
-			c.resetStream(s, http2.ErrCodeStreamClosed)
+			c.streamClosed(s)
 		} else if !f.StreamEnded() {
 			c.resetStream(s, http2.ErrCodeProtocol)
 		} else {
@@ -68,10 +68,23 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	if id <= c.maxStreamID {
+		// A stream that has ended (RFC 9113 §5.1), or one the client
+		// skipped and may not open now (§5.1.1).
+		closed := c.recentlyClosed(id)
 		c.mu.Unlock()
+		if closed {
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
+		}
 		return http2.ConnectionError(http2.ErrCodeProtocol)
 	}
 	c.maxStreamID = id
+	if f.HasPriority() && f.Priority.StreamDep == id {
+		// A stream cannot depend on itself (RFC 9113 §5.3.1).
+		c.rememberClosed(id)
+		c.mu.Unlock()
+		c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeProtocol) })
+		return nil
+	}
 	if c.goingAway {
 		// Past the GOAWAY's last stream: the client knows it was not
 		// served and may send it again elsewhere.
@@ -79,6 +92,9 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 		return nil
 	}
 	full := c.active >= c.maxStreams
+	if full {
+		c.rememberClosed(id)
+	}
 	c.mu.Unlock()
 	if full {
 		c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeRefusedStream) })
@@ -88,6 +104,9 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	s := &stream{c: c, id: id, declLen: -1, recvWindow: streamRecvWindow}
 	req, err := c.newRequest(f, s)
 	if err != nil {
+		c.mu.Lock()
+		c.rememberClosed(id)
+		c.mu.Unlock()
 		c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeProtocol) })
 		return nil
 	}
@@ -208,12 +227,20 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		if idle {
 			return http2.ConnectionError(http2.ErrCodeProtocol)
 		}
+		// RFC 9113 §5.1: a stream that has ended takes no more DATA.
+		c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, id, http2.ErrCodeStreamClosed) })
+		return nil
+	}
+	if s.remoteClosed {
+		c.recvUnreturned += n
+		update := c.takeConnUpdate()
+		c.mu.Unlock()
+		c.sendWindowUpdates(0, 0, update)
+		c.streamClosed(s)
 		return nil
 	}
 	var code http2.ErrCode
 	switch {
-	case s.remoteClosed:
-		code = http2.ErrCodeStreamClosed
 	case n > s.recvWindow:
 		code = http2.ErrCodeFlowControl
 	case s.declLen >= 0 && s.recvLen+int64(len(data)) > s.declLen:
@@ -245,6 +272,33 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	c.mu.Unlock()
 	c.sendWindowUpdates(0, 0, update)
 	return nil
+}
+
+// streamClosed answers a frame on a stream whose request has ended, or
+// that was reset, with STREAM_CLOSED (RFC 9113 §5.1).
+func (c *conn) streamClosed(s *stream) {
+	if s.reset.Load() {
+		c.queueCtrl(func(b []byte) []byte { return appendRSTStream(b, s.id, http2.ErrCodeStreamClosed) })
+		return
+	}
+	c.resetStream(s, http2.ErrCodeStreamClosed)
+}
+
+// rememberClosed notes a stream that has ended; c.mu is held.
+func (c *conn) rememberClosed(id uint32) {
+	c.closedIDs[c.closedNext%len(c.closedIDs)] = id
+	c.closedNext++
+}
+
+// recentlyClosed reports whether id is among the streams that ended last;
+// c.mu is held.
+func (c *conn) recentlyClosed(id uint32) bool {
+	for _, v := range c.closedIDs {
+		if v == id {
+			return true
+		}
+	}
+	return false
 }
 
 // endBody ends a request body at END_STREAM; c.mu is held.
@@ -434,6 +488,7 @@ func (c *conn) streamDone(s *stream, rw *responseWriter) {
 	rw.release()
 	c.mu.Lock()
 	delete(c.streams, s.id)
+	c.rememberClosed(s.id)
 	c.active--
 	// What the client sent that the handler did not read goes back.
 	c.recvUnreturned += int64(len(s.body))
