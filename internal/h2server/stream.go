@@ -55,15 +55,15 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if s := c.streams[id]; s != nil {
 		// Trailers: they end the request (RFC 9113 §8.1); the
 		// handlers here read none.
+		remoteClosed := s.remoteClosed
+		if !remoteClosed && f.StreamEnded() {
+			c.endBody(s)
+		}
 		c.mu.Unlock()
-		if s.remoteClosed {
+		if remoteClosed {
 			c.streamClosed(s)
 		} else if !f.StreamEnded() {
 			c.resetStream(s, http2.ErrCodeProtocol)
-		} else {
-			c.mu.Lock()
-			c.endBody(s)
-			c.mu.Unlock()
 		}
 		return nil
 	}
