@@ -254,9 +254,13 @@ func (c *conn) writeHeaders(id uint32, status int, h http.Header, ctype, clen st
 		if isConnHeader(lk) {
 			continue
 		}
+		// A value new in every answer (Audit-Id) is not worth a place in
+		// the HPACK table: added, it would push out the ones that repeat
+		// (RFC 7541 §6.2.3, never indexed).
+		unique := lk == "audit-id"
 		for _, v := range vv {
 			if httpguts.ValidHeaderFieldValue(v) {
-				_ = enc.WriteField(hpack.HeaderField{Name: lk, Value: v})
+				_ = enc.WriteField(hpack.HeaderField{Name: lk, Value: v, Sensitive: unique})
 			}
 		}
 	}
