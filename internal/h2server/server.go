@@ -20,6 +20,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -75,18 +76,9 @@ func (s *Server) Configure(srv *http.Server) {
 		s.ServeConn(hs, c, ctx, h)
 	}
 	srv.RegisterOnShutdown(s.shutdown)
-	if srv.TLSConfig != nil && !containsProto(srv.TLSConfig.NextProtos, http2.NextProtoTLS) {
+	if srv.TLSConfig != nil && !slices.Contains(srv.TLSConfig.NextProtos, http2.NextProtoTLS) {
 		srv.TLSConfig.NextProtos = append([]string{http2.NextProtoTLS}, srv.TLSConfig.NextProtos...)
 	}
-}
-
-func containsProto(ps []string, p string) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // ServeConn serves HTTP/2 on c (a *tls.Conn whose handshake is done, for
