@@ -19,9 +19,6 @@ const h2spec = "github.com/summerwind/h2spec/cmd/h2spec@v2.2.1+incompatible"
 // server: each frame-level rule (stream states, flow control, frame and
 // header sizes, SETTINGS, HPACK) gets the error RFC 9113 names.
 func TestH2Spec(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds h2spec")
-	}
 	ts := start(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = io.WriteString(w, "hello")

@@ -115,16 +115,6 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (w *responseWriter) WriteString(s string) (int, error) {
-	if w.buf != nil && len(*w.buf)+len(s) <= chunk && w.wroteHeader && bodyAllowed(w.status) &&
-		w.declLen < 0 && w.req.Method != http.MethodHead {
-		*w.buf = append(*w.buf, s...)
-		w.written += int64(len(s))
-		return len(s), nil
-	}
-	return w.Write([]byte(s))
-}
-
 // Flush sends the headers and what the handler wrote so far.
 func (w *responseWriter) Flush() {
 	if !w.wroteHeader {
