@@ -213,6 +213,7 @@ func (c *conn) onStreamError(se http2.StreamError) {
 	s := c.streams[se.StreamID]
 	if s == nil && se.StreamID%2 == 1 && se.StreamID > c.maxStreamID {
 		c.maxStreamID = se.StreamID
+		c.rememberClosed(se.StreamID)
 	}
 	c.mu.Unlock()
 	if s != nil {
