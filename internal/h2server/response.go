@@ -199,6 +199,9 @@ func (w *responseWriter) send(data []byte, end bool) error {
 		if n > 0 || end && last && !headersEnd {
 			c.writeData(s.id, data[:n], end && last)
 		}
+		if end && last {
+			s.ended.Store(true) // before the client can see it
+		}
 		if err := c.unlockWrite(); err != nil {
 			return err
 		}

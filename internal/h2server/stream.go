@@ -26,6 +26,8 @@ type stream struct {
 	// reset: RST_STREAM was sent or received, or the connection ended;
 	// nothing more is written.
 	reset atomic.Bool
+	// ended: the answer's END_STREAM is written.
+	ended atomic.Bool
 
 	body           []byte // received and not yet read
 	bodyErr        error  // what a read returns once body is empty: io.EOF after END_STREAM
@@ -53,6 +55,11 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	c.mu.Lock()
 	if s := c.streams[id]; s != nil {
+		if s.remoteClosed && s.ended.Load() {
+			// Closed both ways, its handler not yet done (RFC 9113 §5.1).
+			c.mu.Unlock()
+			return http2.ConnectionError(http2.ErrCodeStreamClosed)
+		}
 		// Trailers: they end the request (RFC 9113 §8.1); the
 		// handlers here read none.
 		remoteClosed := s.remoteClosed
