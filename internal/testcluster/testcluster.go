@@ -81,6 +81,7 @@ func (n *Node) URL() string { return "http://" + n.APIAddr }
 // Cluster is a set of in-process members bootstrapped together.
 type Cluster struct {
 	t     testing.TB
+	log   *testLog
 	opts  Options
 	peers []cluster.Peer
 	Nodes []*Node
@@ -93,7 +94,7 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 	if opts.HeartbeatTimeout == 0 {
 		opts.HeartbeatTimeout = 500 * time.Millisecond
 	}
-	c := &Cluster{t: t, opts: opts}
+	c := &Cluster{t: t, log: newTestLog(t), opts: opts}
 	// Reserve the ports first: the initial cluster names every address.
 	muxes := make([]*transport.Mux, n)
 	for i := range n {
@@ -126,7 +127,7 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 }
 
 func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
-	logger := hclog.New(&hclog.LoggerOptions{Name: n.Name, Level: hclog.Warn, Output: testWriter{c.t}})
+	logger := hclog.New(&hclog.LoggerOptions{Name: n.Name, Level: hclog.Warn, Output: c.log})
 	cfg := cluster.Config{
 		Name:              n.Name,
 		DataDir:           n.DataDir,
@@ -161,12 +162,31 @@ func (c *Cluster) start(n *Node, mux *transport.Mux, ln net.Listener) error {
 	return nil
 }
 
-// testWriter sends logs to t.Log until the test ends.
-type testWriter struct{ t testing.TB }
+// testLog sends the members' logs to t.Log until the test's last cleanup
+// (registered first, it runs after the cluster has stopped): Raft's
+// goroutines may still log as the test ends, which t.Log must not see.
+type testLog struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
 
-func (w testWriter) Write(p []byte) (int, error) {
-	defer func() { _ = recover() }() // logging after the test ended
-	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+func newTestLog(t testing.TB) *testLog {
+	l := &testLog{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return l
+}
+
+func (l *testLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimSuffix(string(p), "\n"))
+	}
 	return len(p), nil
 }
 
