@@ -358,10 +358,7 @@ func (c *conn) closeConn() {
 	c.wmu.Lock()
 	if c.werr == nil {
 		c.bw = getWriter(c.nc)
-		c.drainCtrl()
-		_ = c.bw.Flush()
-		putWriter(c.bw)
-		c.bw = nil
+		_ = c.flush()
 		c.werr = errClosed
 	}
 	c.wmu.Unlock()
@@ -436,6 +433,16 @@ func (c *conn) lockWrite() error {
 // unlockWrite sends what was written in one write and lets go of the
 // connection; control frames queued meanwhile are sent too.
 func (c *conn) unlockWrite() error {
+	err := c.flush()
+	c.wmu.Unlock()
+	c.writeCtrl()
+	return err
+}
+
+// flush sends what c.bw holds and the queued control frames in one
+// write and gives the buffer back; wmu is held. A failed write breaks
+// the connection.
+func (c *conn) flush() error {
 	c.drainCtrl()
 	err := c.bw.Flush()
 	putWriter(c.bw)
@@ -444,8 +451,6 @@ func (c *conn) unlockWrite() error {
 		c.werr = err
 		_ = c.nc.Close()
 	}
-	c.wmu.Unlock()
-	c.writeCtrl()
 	return err
 }
 
@@ -475,13 +480,7 @@ func (c *conn) writeCtrl() {
 			return
 		}
 		c.bw = getWriter(c.nc)
-		c.drainCtrl()
-		if err := c.bw.Flush(); err != nil {
-			c.werr = err
-			_ = c.nc.Close()
-		}
-		putWriter(c.bw)
-		c.bw = nil
+		_ = c.flush()
 		c.wmu.Unlock()
 	}
 }

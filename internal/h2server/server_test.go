@@ -423,8 +423,7 @@ func TestBadFirstFrameOrPreface(t *testing.T) {
 		}
 	}
 
-	r := ts.dial(t)
-	// The preface's SETTINGS are written by dial; make a raw one without.
+	// A preface whose first frame is not SETTINGS.
 	c2, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), NextProtos: []string{"h2"}})
 	if err != nil {
 		t.Fatal(err)
@@ -438,7 +437,6 @@ func TestBadFirstFrameOrPreface(t *testing.T) {
 	if ga := r2.goAway(); ga.ErrCode != http2.ErrCodeProtocol {
 		t.Fatalf("PING first: GOAWAY %v", ga.ErrCode)
 	}
-	_ = r
 }
 
 func TestStreamErrorsKeepTheConnection(t *testing.T) {
