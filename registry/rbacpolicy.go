@@ -42,7 +42,10 @@ type rbacView struct {
 	roleBindings        map[string][]*rbacv1.RoleBinding // by namespace
 	clusterRoleList     []*rbacv1.ClusterRole
 	clusterRoleBindings []*rbacv1.ClusterRoleBinding
+	decisions           rbac.Decisions // taken against this view only
 }
+
+var _ rbac.CachingPolicy = (*rbacView)(nil)
 
 func newRBACView(sn *state.Snapshot, at uint64) *rbacView {
 	v := &rbacView{
@@ -86,6 +89,8 @@ func (v *rbacView) ListClusterRoleBindings() []*rbacv1.ClusterRoleBinding {
 }
 
 func (v *rbacView) ListClusterRoles() []*rbacv1.ClusterRole { return v.clusterRoleList }
+
+func (v *rbacView) Decisions() *rbac.Decisions { return &v.decisions }
 
 // list is every stored object of r, in key order.
 func list[T any](sn *state.Snapshot, r *Resource) []*T {

@@ -45,11 +45,36 @@ func (a *Authorizer) policy() Policy {
 // opinion, with no reason, or, if some binding's role could not be
 // resolved, the reason "RBAC: " and the errors (kube's: a reason, never an
 // error).
+//
+// Against a CachingPolicy a question asked before is answered from its
+// Decisions.
 func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	p := a.policy()
+	cp, ok := p.(CachingPolicy)
+	if !ok {
+		d := decide(p, attrs)
+		return d.d, d.reason, nil
+	}
+	k, ok := keyOf(attrs)
+	if !ok {
+		d := decide(p, attrs)
+		return d.d, d.reason, nil
+	}
+	c := cp.Decisions()
+	d, ok := c.get(k)
+	if !ok {
+		d = decide(p, attrs)
+		c.put(k, d)
+	}
+	return d.d, d.reason, nil
+}
+
+// decide walks the rules p grants the request's user.
+func decide(p Policy, attrs authorizer.Attributes) decision {
 	var errs []error
 	reason := ""
 	allowed := false
-	VisitRulesFor(a.policy(), attrs.GetUser(), attrs.GetNamespace(), func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
+	VisitRulesFor(p, attrs.GetUser(), attrs.GetNamespace(), func(source fmt.Stringer, rule *rbacv1.PolicyRule, err error) bool {
 		if rule != nil && RuleAllows(attrs, rule) {
 			allowed = true
 			reason = "RBAC: allowed by " + source.String()
@@ -61,12 +86,12 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		return true
 	})
 	if allowed {
-		return authorizer.DecisionAllow, reason, nil
+		return decision{authorizer.DecisionAllow, reason}
 	}
 	if len(errs) > 0 {
 		reason = fmt.Sprintf("RBAC: %v", utilerrors.NewAggregate(errs))
 	}
-	return authorizer.DecisionNoOpinion, reason, nil
+	return decision{authorizer.DecisionNoOpinion, reason}
 }
 
 // RulesFor lists the rules granted to u in namespace (cluster-wide ones
