@@ -18,10 +18,7 @@ import (
 // every binding.
 func (s *Store) RBACPolicy() rbac.Policy {
 	st := s.cluster.State()
-	var at uint64
-	for _, r := range []*Resource{Roles, ClusterRoles, RoleBindings, ClusterRoleBindings} {
-		at = max(at, st.ChangedAt(r.Name))
-	}
+	at := st.ChangedAt(rbacResources[:]...)
 	// at is read before the snapshot a rebuild takes, so a view is never
 	// older than the number it is kept under.
 	if v := s.rbac.Load(); v != nil && v.at == at {
@@ -31,6 +28,9 @@ func (s *Store) RBACPolicy() rbac.Policy {
 	s.rbac.Store(v)
 	return v
 }
+
+// rbacResources are the resources an RBAC decision reads.
+var rbacResources = [...]string{Roles.Name, ClusterRoles.Name, RoleBindings.Name, ClusterRoleBindings.Name}
 
 // rbacView is every RBAC object of one state, indexed as the authorizer
 // asks for them. Its lists are in key order (by name), so that an allow's

@@ -258,14 +258,18 @@ type Snapshot struct {
 	root     *node
 }
 
-// ChangedAt returns a number that grows whenever an object of resource
-// changes or the state is replaced: the index of the last such commit.
-// It moves only once the change is published, so a Snapshot taken after
-// reading it holds that change.
-func (s *Store) ChangedAt(resource string) uint64 {
+// ChangedAt returns a number that grows whenever an object of one of
+// resources changes or the state is replaced: the index of the last such
+// commit. It moves only once the change is published, so a Snapshot taken
+// after reading it holds that change.
+func (s *Store) ChangedAt(resources ...string) uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return max(s.changed[resource], s.replacedAt)
+	at := s.replacedAt
+	for _, r := range resources {
+		at = max(at, s.changed[r])
+	}
+	return at
 }
 
 // FeatureLevel is the cluster feature level the applied log raised the

@@ -1257,6 +1257,12 @@ func TestChangedAt(t *testing.T) {
 	if got, want := s.ChangedAt("roles"), uint64(5); got != want {
 		t.Errorf("roles after a deletion: %d, want %d", got, want)
 	}
+	if got, want := s.ChangedAt("leases", "roles", "never"), uint64(5); got != want {
+		t.Errorf("leases, roles and never: %d, want the latest, %d", got, want)
+	}
+	if got, want := s.ChangedAt("never", "leases"), uint64(3); got != want {
+		t.Errorf("never and leases: %d, want %d", got, want)
+	}
 	s.Replace(nil, nil, 0, 9)
 	for _, r := range []string{"roles", "leases", "never"} {
 		if got, want := s.ChangedAt(r), uint64(9); got != want {
