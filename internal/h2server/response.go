@@ -247,13 +247,19 @@ func (c *conn) writeHeaders(id uint32, status int, h http.Header, ctype, clen st
 		if isConnHeader(lk) {
 			continue
 		}
-		// A value new in every answer (Audit-Id) is not worth a place in
-		// the HPACK table: added, it would push out the ones that repeat
-		// (RFC 7541 §6.2.3, never indexed).
-		unique := lk == "audit-id"
 		for _, v := range vv {
-			if httpguts.ValidHeaderFieldValue(v) {
-				_ = enc.WriteField(hpack.HeaderField{Name: lk, Value: v, Sensitive: unique})
+			if !httpguts.ValidHeaderFieldValue(v) {
+				continue
+			}
+			switch lk {
+			case "audit-id":
+				c.writeUnindexed(0, lk, v, true, false)
+			case "content-length":
+				c.writeUnindexed(staticContentLength, "", v, false, true)
+			case "date":
+				c.writeUnindexed(staticDate, "", v, false, true)
+			default:
+				_ = enc.WriteField(hpack.HeaderField{Name: lk, Value: v})
 			}
 		}
 	}
@@ -261,10 +267,10 @@ func (c *conn) writeHeaders(id uint32, status int, h http.Header, ctype, clen st
 		_ = enc.WriteField(hpack.HeaderField{Name: "content-type", Value: ctype})
 	}
 	if clen != "" {
-		_ = enc.WriteField(hpack.HeaderField{Name: "content-length", Value: clen})
+		c.writeUnindexed(staticContentLength, "", clen, false, true)
 	}
 	if _, ok := h["Date"]; date && !ok {
-		_ = enc.WriteField(hpack.HeaderField{Name: "date", Value: httpDate()})
+		c.hbuf.Write(httpDate().field)
 	}
 	block := c.hbuf.Bytes()
 	max := int(c.peerMaxFrame.Load())
@@ -286,6 +292,61 @@ func (c *conn) writeHeaders(id uint32, status int, h http.Header, ctype, clen st
 		_, _ = c.bw.Write(appendFrameHeader(hdr[:0], len(frag), typ, flags, id))
 		_, _ = c.bw.Write(frag)
 	}
+}
+
+// Indexes of names in HPACK's static table (RFC 7541 Appendix A).
+const (
+	staticContentLength = 28
+	staticDate          = 33
+)
+
+// writeUnindexed adds a field the HPACK tables never keep to the header
+// block: the fields that change from one answer to the next (the length,
+// the date, Audit-Id, new every time). Indexed, each would push a field
+// that repeats out of both sides' tables, and the encoder would search its
+// table for them in vain. The name is the static table's entry nameIndex,
+// or name if that is 0; never marks the field never to be indexed by
+// intermediaries either (RFC 7541 §6.2.2, §6.2.3). The value is
+// Huffman-coded if huffman and that is shorter: Audit-Id is not, sparing
+// both sides the coding of 36 characters for 9 bytes. The encoder's table
+// size update, if one is due, has been written with :status.
+func (c *conn) writeUnindexed(nameIndex uint64, name, value string, never, huffman bool) {
+	c.hbuf.Write(appendUnindexed(c.hbuf.AvailableBuffer(), nameIndex, name, value, never, huffman))
+}
+
+func appendUnindexed(b []byte, nameIndex uint64, name, value string, never, huffman bool) []byte {
+	first := byte(0x00)
+	if never {
+		first = 0x10
+	}
+	b = appendHpackInt(b, first, 4, nameIndex)
+	if nameIndex == 0 {
+		b = appendHpackString(b, name, true)
+	}
+	return appendHpackString(b, value, huffman)
+}
+
+// appendHpackInt appends v with an n-bit prefix after the bits of first
+// (RFC 7541 §5.1).
+func appendHpackInt(b []byte, first byte, n uint, v uint64) []byte {
+	max := uint64(1)<<n - 1
+	if v < max {
+		return append(b, first|byte(v))
+	}
+	b = append(b, first|byte(max))
+	for v -= max; v >= 128; v >>= 7 {
+		b = append(b, byte(v&0x7f)|0x80)
+	}
+	return append(b, byte(v))
+}
+
+// appendHpackString appends s, Huffman-coded if huffman and that is
+// shorter (RFC 7541 §5.2).
+func appendHpackString(b []byte, s string, huffman bool) []byte {
+	if n := hpack.HuffmanEncodeLength(s); huffman && n < uint64(len(s)) {
+		return hpack.AppendHuffmanString(appendHpackInt(b, 0x80, 7, n), s)
+	}
+	return append(appendHpackInt(b, 0, 7, uint64(len(s))), s...)
 }
 
 // writeData writes p as DATA frames no larger than the client takes;
@@ -354,20 +415,23 @@ func lowerHeader(k string) string {
 	return strings.ToLower(k)
 }
 
+// cachedDate is the Date header of one second, and its HPACK field.
 type cachedDate struct {
-	sec int64
-	s   string
+	sec   int64
+	s     string
+	field []byte
 }
 
 var lastDate atomic.Pointer[cachedDate]
 
-// httpDate is the Date header, formatted once a second.
-func httpDate() string {
+// httpDate is the Date header, formatted and coded once a second.
+func httpDate() *cachedDate {
 	now := time.Now()
 	if d := lastDate.Load(); d != nil && d.sec == now.Unix() {
-		return d.s
+		return d
 	}
 	d := &cachedDate{sec: now.Unix(), s: now.UTC().Format(http.TimeFormat)}
+	d.field = appendUnindexed(nil, staticDate, "", d.s, false, true)
 	lastDate.Store(d)
-	return d.s
+	return d
 }

@@ -657,3 +657,52 @@ func BenchmarkWriteHeaders(b *testing.B) {
 		c.writeHeaders(1, 200, h, "", "412", true, false)
 	}
 }
+
+// TestChangingFieldsStayOutOfTheTable: the length, the date and Audit-Id,
+// new in every answer, are sent as literals the HPACK tables never keep
+// (Audit-Id never indexed), so the fields that repeat stay indexed across
+// a hundred answers; every block decodes to what was set, also values long
+// enough for multi-byte lengths and not shortened by Huffman coding.
+func TestChangingFieldsStayOutOfTheTable(t *testing.T) {
+	c := newConn(&scriptConn{r: strings.NewReader("")}, nil, context.Background(), nil, nil)
+	var wire bytes.Buffer
+	c.bw = bufio.NewWriter(&wire)
+	fr := http2.NewFramer(nil, &wire)
+	fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	ctype := "application/vnd.kubernetes.protobuf"
+	literalCtype := hpack.AppendHuffmanString(nil, ctype)
+	for i := range 100 {
+		audit := fmt.Sprintf("%08x-1b2c-4d5e-8f90-a1b2c3d4e5f6", i)
+		if i == 50 {
+			audit = strings.Repeat("~", 200) // Huffman makes it longer
+		}
+		h := http.Header{"Audit-Id": {audit}, "Cache-Control": {"no-cache, private"}, "Content-Type": {ctype}}
+		clen := fmt.Sprint(1000 + i*37)
+		c.writeHeaders(uint32(2*i+1), 200, h, "", clen, true, false)
+		_ = c.bw.Flush()
+		raw := wire.Bytes()
+		if i > 0 && bytes.Contains(raw, literalCtype) {
+			t.Fatalf("answer %d: Content-Type sent as a literal again: the table lost it", i)
+		}
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		got := map[string]hpack.HeaderField{}
+		for _, hf := range f.(*http2.MetaHeadersFrame).Fields {
+			got[hf.Name] = hf
+		}
+		want := map[string]string{":status": "200", "audit-id": audit, "cache-control": "no-cache, private", "content-type": ctype, "content-length": clen}
+		for name, v := range want {
+			if got[name].Value != v {
+				t.Errorf("answer %d: %s = %q, want %q", i, name, got[name].Value, v)
+			}
+			if got[name].Sensitive != (name == "audit-id") {
+				t.Errorf("answer %d: %s never-indexed %v", i, name, got[name].Sensitive)
+			}
+		}
+		if got["date"].Value == "" || len(got) != len(want)+1 {
+			t.Errorf("answer %d: fields %v", i, got)
+		}
+	}
+}
