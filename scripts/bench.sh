@@ -40,7 +40,11 @@
 # four clusters in turns (leasehold open, secured, etcd open, secured), so
 # that the machine's drift falls on the open and the secured runs alike;
 # then `leasebench tls`: leasehold / etcd over TLS, and each system's
-# throughput over TLS / its open cluster's median.
+# throughput over TLS / its open cluster's median. The load generator runs
+# on a core of its own and the clusters on the others (taskset; TLS_PIN=0
+# shares every core, as the first part does): clients of a real cluster
+# run on other machines, and here client-go's own TLS and HTTP/2 would
+# otherwise come out of the servers' cores and count as the servers' cost.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -49,6 +53,8 @@ ROUNDS=${ROUNDS:-3}
 WATCHERS=${WATCHERS:-1000}
 TLS=${TLS:-1}
 [[ $TLS == 0 || $TLS == 1 || $TLS == only ]] || { echo "scripts/bench.sh: TLS must be 0, 1 or only, got '$TLS'" >&2; exit 2; }
+TLS_PIN=${TLS_PIN:-1}
+[[ $TLS_PIN == 0 || $TLS_PIN == 1 ]] || { echo "scripts/bench.sh: TLS_PIN must be 0 or 1, got '$TLS_PIN'" >&2; exit 2; }
 export LEASEHOLD_DATA=${LEASEHOLD_DATA:-$(mktemp -d)}
 export API_PORT_BASE=${API_PORT_BASE:-27000}
 export PEER_PORT_BASE=${PEER_PORT_BASE:-28000}
@@ -59,14 +65,19 @@ ETCD_PORT_BASE=${ETCD_PORT_BASE:-22379} # member i: client port BASE+2(i-1), pee
 LEASEHOLD_ETCD_PORT_BASE=${LEASEHOLD_ETCD_PORT_BASE:-29000}
 # cluster runs scripts/cluster.sh with leasehold's etcd port base (its
 # ETCD_PORT_BASE; here that name is the etcd cluster's).
-cluster() { ETCD_PORT_BASE=$LEASEHOLD_ETCD_PORT_BASE scripts/cluster.sh "$@"; }
+cluster() { ETCD_PORT_BASE=$LEASEHOLD_ETCD_PORT_BASE ${ON_SERVERS[@]+"${ON_SERVERS[@]}"} scripts/cluster.sh "$@"; }
 # open_cluster is the TLS profile's open leasehold cluster, beside the
 # secured one: API ports 27011-27013, peer ports 28011-28013 by default.
 OPEN_DATA=$(mktemp -d)
 open_cluster() {
 	LEASEHOLD_DATA=$OPEN_DATA API_PORT_BASE=$((API_PORT_BASE + 10)) PEER_PORT_BASE=$((PEER_PORT_BASE + 10)) \
-		ETCD_PORT_BASE='' SECURE=0 scripts/cluster.sh "$@"
+		ETCD_PORT_BASE='' SECURE=0 ${ON_SERVERS[@]+"${ON_SERVERS[@]}"} scripts/cluster.sh "$@"
 }
+# ON_SERVERS and ON_CLIENT prefix the commands that start the clusters and
+# the load generator: empty, or taskset to keep them on cores of their own
+# (the TLS profile).
+ON_SERVERS=()
+ON_CLIENT=()
 ETCD_DATA=$(mktemp -d)
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
@@ -156,7 +167,7 @@ start_etcd() {
 	for i in 1 2 3; do initial+="${initial:+,}e$i=$(etcd_url "$i" 1)"; done
 	ETCD_ENDPOINTS="$(etcd_url 1 0),$(etcd_url 2 0),$(etcd_url 3 0)"
 	for i in 1 2 3; do
-		etcd --name "e$i" --data-dir "$dir/e$i" --logger zap \
+		${ON_SERVERS[@]+"${ON_SERVERS[@]}"} etcd --name "e$i" --data-dir "$dir/e$i" --logger zap \
 			--listen-client-urls "$(etcd_url "$i" 0)" --advertise-client-urls "$(etcd_url "$i" 0)" \
 			--listen-peer-urls "$(etcd_url "$i" 1)" --initial-advertise-peer-urls "$(etcd_url "$i" 1)" \
 			--initial-cluster "$initial" --initial-cluster-state new --initial-cluster-token leasebench \
@@ -204,7 +215,7 @@ compare() {
 			leasehold-open) target=leasehold endpoints=$OPEN_ENDPOINTS metrics=$OPEN_ENDPOINTS out=$OUT/plain tls=() ;;
 			etcd-open) target=etcd endpoints=$OPEN_ETCD_ENDPOINTS metrics=$OPEN_ETCD_ENDPOINTS out=$OUT/plain tls=() ;;
 			esac
-			bin/leasebench --target "$target" --endpoints "$endpoints" --metrics-endpoints "$metrics" \
+			${ON_CLIENT[@]+"${ON_CLIENT[@]}"} bin/leasebench --target "$target" --endpoints "$endpoints" --metrics-endpoints "$metrics" \
 				--duration "$DURATION" --label "$label" \
 				--json "$(printf '%s/%02d-%s-%s-%s-%d.json' "$out" "$n" "$workload" "$label" "${target%-etcd}" "$r")" \
 				${tls[@]+"${tls[@]}"} "$@" "$workload"
@@ -359,6 +370,14 @@ fi # the plaintext profile
 echo
 echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each, alternately"
 cluster clean >/dev/null
+cores=$(nproc)
+if ((TLS_PIN && cores >= 2)) && command -v taskset >/dev/null; then
+	ON_SERVERS=(taskset -c "0-$((cores - 2))")
+	ON_CLIENT=(taskset -c "$((cores - 1))")
+	echo "   the clusters on cores 0-$((cores - 2)), the load generator on core $((cores - 1))"
+else
+	echo "   the clusters and the load generator share the $cores cores"
+fi
 started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold cluster start)
 PKI=$LEASEHOLD_DATA/pki
 ENDPOINTS=$(endpoints https "$API_PORT_BASE" "$started")
