@@ -4,11 +4,11 @@
 # cluster sent only the etcd transactions kube-apiserver would send for the
 # same operations (leasebench --target etcd), and prints a comparison table.
 #
-#   scripts/bench.sh                        default profile (about 18 minutes on 2 cores)
+#   scripts/bench.sh                        default profile (about 23 minutes on 2 cores)
 #   DURATION=30s ROUNDS=5 scripts/bench.sh  longer runs, more rounds
 #   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
-#   TLS=0 scripts/bench.sh                  without the TLS profile (about 6 minutes less)
-#   TLS=only scripts/bench.sh               the TLS profile alone (about 6 minutes)
+#   TLS=0 scripts/bench.sh                  without the TLS profile (about 11 minutes less)
+#   TLS=only scripts/bench.sh               the TLS profile alone (about 11 minutes)
 #
 # leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
 # (Debian's etcd-server, installed if etcd is not on PATH) on client ports
@@ -26,7 +26,7 @@
 # watch fan-out (ROUNDS rounds of no watchers, protobuf and JSON watchers;
 # medians) and 100,000 Leases stored (RSS, restart time).
 #
-# Last, the TLS profile (TLS=0 skips it; about 6 minutes): both clusters
+# Last, the TLS profile (TLS=0 skips it; about 11 minutes): both clusters
 # again, fresh and secured everywhere, each beside a fresh open one. leasehold as scripts/cluster.sh
 # starts it (SECURE=1): HTTPS, client certificates of its local CA
 # ($LEASEHOLD_DATA/pki), peer mutual TLS; etcd with client TLS
@@ -36,7 +36,8 @@
 # certificate of a kubelet's kind (system:node:leasebench in group
 # system:nodes; /metrics is read as the CA's admin), and gRPC over TLS to
 # etcd, as kube-apiserver does with --etcd-certfile. renew (JSON and
-# protobuf) and get on followers at 64 clients, ROUNDS rounds each, the
+# protobuf) and get on followers at 64 clients, TLS_ROUNDS rounds each
+# (twice ROUNDS by default: a round moves by a fifth with the host), the
 # four clusters in turns (leasehold open, secured, etcd open, secured), so
 # that the machine's drift falls on the open and the secured runs alike;
 # then `leasebench tls`: leasehold / etcd over TLS, and each system's
@@ -50,6 +51,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 DURATION=${DURATION:-5s}
 ROUNDS=${ROUNDS:-3}
+TLS_ROUNDS=${TLS_ROUNDS:-$((2 * ROUNDS))}
 WATCHERS=${WATCHERS:-1000}
 TLS=${TLS:-1}
 [[ $TLS == 0 || $TLS == 1 || $TLS == only ]] || { echo "scripts/bench.sh: TLS must be 0, 1 or only, got '$TLS'" >&2; exit 2; }
@@ -368,6 +370,7 @@ fi # the plaintext profile
 # peer mutual TLS), etcd with client and peer TLS, both requiring client
 # certificates of the same local CA.
 echo
+ROUNDS=$TLS_ROUNDS
 echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each, alternately"
 cluster clean >/dev/null
 cores=$(nproc)
