@@ -160,14 +160,22 @@ func (c *conn) newRequest(f *http2.MetaHeadersFrame, s *stream) (*http.Request, 
 	}
 	fields := f.RegularFields()
 	header := make(http.Header, len(fields))
+	// One array for the values, as net/http's reader has: a field seen
+	// once (nearly every one) takes its one-value slice from it.
+	values := make([]string, len(fields))
 	var cookies []string
-	for _, hf := range fields {
+	for i, hf := range fields {
 		key := textproto.CanonicalMIMEHeaderKey(hf.Name)
 		if key == "Cookie" {
 			cookies = append(cookies, hf.Value)
 			continue
 		}
-		header[key] = append(header[key], hf.Value)
+		if vv, ok := header[key]; ok {
+			header[key] = append(vv, hf.Value) // copies: the slice's capacity is its length
+			continue
+		}
+		values[i] = hf.Value
+		header[key] = values[i : i+1 : i+1]
 	}
 	if len(cookies) > 0 {
 		// RFC 9113 §8.2.3: one field for HTTP/1.1 semantics.
