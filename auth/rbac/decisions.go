@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"encoding/binary"
 	"strings"
 	"sync"
 
@@ -19,7 +20,7 @@ import (
 // ready to use; it is safe for concurrent use.
 type Decisions struct {
 	mu sync.RWMutex
-	m  map[decisionKey]decision
+	m  map[string]decision // by keyOf
 }
 
 // CachingPolicy is a Policy that never changes once built and keeps the
@@ -34,51 +35,73 @@ type CachingPolicy interface {
 // without end (a renewing fleet's questions fit many times over).
 const maxDecisions = 4096
 
-// decisionKey is everything RuleAllows and the subject match read.
-type decisionKey struct {
-	user, groups                         string
-	resource                             bool
-	verb, namespace, apiGroup, resources string
-	subresource, name, path              string
-}
-
 type decision struct {
 	d      authorizer.Decision
 	reason string
 }
 
-func keyOf(a authorizer.Attributes) (decisionKey, bool) {
+// keyOf is everything RuleAllows and the subject match read, in one
+// string: each field after its length, so that no two questions share a
+// key whatever their fields hold (a group name may hold any character), and
+// a lookup hashes and compares one piece of memory.
+func keyOf(a authorizer.Attributes) (string, bool) {
 	u := a.GetUser()
 	if u == nil {
-		return decisionKey{}, false
+		return "", false
 	}
-	k := decisionKey{
-		user:      u.GetName(),
-		groups:    strings.Join(u.GetGroups(), "\n"), // a group name has no newline
-		resource:  a.IsResourceRequest(),
-		verb:      a.GetVerb(),
-		namespace: a.GetNamespace(), // whose RoleBindings are visited
-	}
-	if k.resource {
-		k.apiGroup, k.resources = a.GetAPIGroup(), a.GetResource()
-		k.subresource, k.name = a.GetSubresource(), a.GetName()
+	groups := u.GetGroups()
+	fields := [...]string{u.GetName(), a.GetVerb(), a.GetNamespace(), a.GetAPIGroup(), a.GetResource(), a.GetSubresource(), a.GetName(), a.GetPath()}
+	if a.IsResourceRequest() {
+		fields[7] = "" // the path is not read
 	} else {
-		k.path = a.GetPath()
+		fields[3], fields[4], fields[5], fields[6] = "", "", "", ""
 	}
-	return k, true
+	n := 1 + uvarintLen(len(groups))
+	for _, f := range fields {
+		n += uvarintLen(len(f)) + len(f)
+	}
+	for _, g := range groups {
+		n += uvarintLen(len(g)) + len(g)
+	}
+	var k strings.Builder
+	k.Grow(n)
+	var num [binary.MaxVarintLen64]byte
+	if a.IsResourceRequest() {
+		k.WriteByte('r')
+	} else {
+		k.WriteByte('n')
+	}
+	for _, f := range fields {
+		k.Write(binary.AppendUvarint(num[:0], uint64(len(f))))
+		k.WriteString(f)
+	}
+	k.Write(binary.AppendUvarint(num[:0], uint64(len(groups))))
+	for _, g := range groups {
+		k.Write(binary.AppendUvarint(num[:0], uint64(len(g))))
+		k.WriteString(g)
+	}
+	return k.String(), true
 }
 
-func (c *Decisions) get(k decisionKey) (decision, bool) {
+func uvarintLen(n int) int {
+	l := 1
+	for ; n >= 0x80; n >>= 7 {
+		l++
+	}
+	return l
+}
+
+func (c *Decisions) get(k string) (decision, bool) {
 	c.mu.RLock()
 	d, ok := c.m[k]
 	c.mu.RUnlock()
 	return d, ok
 }
 
-func (c *Decisions) put(k decisionKey, d decision) {
+func (c *Decisions) put(k string, d decision) {
 	c.mu.Lock()
 	if c.m == nil || len(c.m) >= maxDecisions {
-		c.m = make(map[decisionKey]decision)
+		c.m = make(map[string]decision)
 	}
 	c.m[k] = d
 	c.mu.Unlock()

@@ -43,6 +43,7 @@ func TestDecisionsTellEveryFieldApart(t *testing.T) {
 	allowed := []authorizer.AttributesRecord{
 		res(aliceDev, "get", "coordination.k8s.io", "leases", "", "ns", "a"),
 		nonRes(aliceDev, "get", "/healthz"),
+		nonRes(who("alice", "ops", "dev"), "get", "/healthz"),
 	}
 	denied := []authorizer.AttributesRecord{
 		res(who("bob", "dev"), "get", "coordination.k8s.io", "leases", "", "ns", "a"),
@@ -55,6 +56,9 @@ func TestDecisionsTellEveryFieldApart(t *testing.T) {
 		nonRes(who("alice", "ops"), "get", "/healthz"),
 		nonRes(who("alice", "ops", "dev"), "get", "/livez"),
 		nonRes(aliceDev, "post", "/healthz"),
+		nonRes(who("alice", "ops\ndev"), "get", "/healthz"), // one group, not ops and dev
+		nonRes(who("alice\x01dev"), "get", "/healthz"),
+		nonRes(who("alice", "dev "), "get", "/healthz"),
 		{User: aliceDev, Verb: "get", Path: "/healthz", ResourceRequest: true}, // a resource request with the allowed path
 	}
 	ask := func(round string, a authorizer.AttributesRecord, want authorizer.Decision) {
