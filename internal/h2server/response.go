@@ -270,7 +270,7 @@ func (c *conn) writeHeaders(id uint32, status int, h http.Header, ctype, clen st
 		c.writeUnindexed(staticContentLength, "", clen, false, true)
 	}
 	if _, ok := h["Date"]; date && !ok {
-		c.hbuf.Write(httpDate().field)
+		c.hbuf.Write(httpDate())
 	}
 	block := c.hbuf.Bytes()
 	max := int(c.peerMaxFrame.Load())
@@ -415,23 +415,22 @@ func lowerHeader(k string) string {
 	return strings.ToLower(k)
 }
 
-// cachedDate is the Date header of one second, and its HPACK field.
+// cachedDate is the HPACK field of the Date header of one second.
 type cachedDate struct {
 	sec   int64
-	s     string
 	field []byte
 }
 
 var lastDate atomic.Pointer[cachedDate]
 
-// httpDate is the Date header, formatted and coded once a second.
-func httpDate() *cachedDate {
+// httpDate is the Date header's HPACK field, formatted and coded once a
+// second.
+func httpDate() []byte {
 	now := time.Now()
 	if d := lastDate.Load(); d != nil && d.sec == now.Unix() {
-		return d
+		return d.field
 	}
-	d := &cachedDate{sec: now.Unix(), s: now.UTC().Format(http.TimeFormat)}
-	d.field = appendUnindexed(nil, staticDate, "", d.s, false, true)
+	d := &cachedDate{sec: now.Unix(), field: appendUnindexed(nil, staticDate, "", now.UTC().Format(http.TimeFormat), false, true)}
 	lastDate.Store(d)
-	return d
+	return d.field
 }

@@ -4,10 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"syscall"
@@ -16,8 +14,6 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-
-	"github.com/leasehold/leasehold/internal/testpki"
 )
 
 // BenchmarkServePUT: one renewal-sized PUT after another on one TLS
@@ -28,10 +24,8 @@ import (
 // system) is the server's, the system calls and the TLS records of both
 // sides.
 func BenchmarkServePUT(b *testing.B) {
-	ca := testpki.NewCA(b)
-	pair := ca.Issue(b, "h2", nil, testpki.WithIPs(net.IPv4(127, 0, 0, 1)), testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth)).TLSCertificate()
 	answer := bytes.Repeat([]byte("a"), 300)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	ts := start(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			return
 		}
@@ -39,18 +33,10 @@ func BenchmarkServePUT(b *testing.B) {
 		w.Header().Set("Cache-Control", "no-cache, private")
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 		_, _ = w.Write(answer)
-	})
-	srv := &http.Server{Handler: h, TLSConfig: &tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h2", "http/1.1"}}}
-	(&Server{MaxConcurrentStreams: 100}).Configure(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go func() { _ = srv.ServeTLS(ln, "", "") }()
-	b.Cleanup(func() { _ = srv.Close() })
+	}))
 	body := bytes.Repeat([]byte("b"), 250)
 	dial := func(proto string) *tls.Conn {
-		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{RootCAs: ca.Pool(), NextProtos: []string{proto}})
+		c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), NextProtos: []string{proto}})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -32,7 +32,7 @@ type testServer struct {
 }
 
 // start serves h over TLS on 127.0.0.1 as the API does.
-func start(t *testing.T, h http.Handler, opts ...func(*http.Server)) *testServer {
+func start(t testing.TB, h http.Handler, opts ...func(*http.Server)) *testServer {
 	t.Helper()
 	ca := testpki.NewCA(t)
 	pair := ca.Issue(t, "h2", nil, testpki.WithIPs(net.IPv4(127, 0, 0, 1)), testpki.WithExtKeyUsage(x509.ExtKeyUsageServerAuth)).TLSCertificate()
