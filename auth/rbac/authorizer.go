@@ -51,20 +51,18 @@ func (a *Authorizer) policy() Policy {
 func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
 	p := a.policy()
 	cp, ok := p.(CachingPolicy)
+	var k string
+	if ok {
+		k, ok = keyOf(attrs)
+	}
 	if !ok {
 		d := decide(p, attrs)
 		return d.d, d.reason, nil
 	}
-	k, ok := keyOf(attrs)
-	if !ok {
-		d := decide(p, attrs)
-		return d.d, d.reason, nil
-	}
-	c := cp.Decisions()
-	d, ok := c.get(k)
+	d, ok := cp.Decisions().get(k)
 	if !ok {
 		d = decide(p, attrs)
-		c.put(k, d)
+		cp.Decisions().put(k, d)
 	}
 	return d.d, d.reason, nil
 }

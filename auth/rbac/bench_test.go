@@ -29,11 +29,11 @@ func benchmarkAuthorizeRenewal(b *testing.B, cached bool) {
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "team", Name: fmt.Sprintf("component-%02d", i)}},
 		})
 	}
-	a := New(func() Policy { return p })
+	var policy Policy = p
 	if cached {
-		cp := &cachingPolicy{StaticPolicy: *p}
-		a = New(func() Policy { return cp })
+		policy = &cachingPolicy{StaticPolicy: *p}
 	}
+	a := New(func() Policy { return policy })
 	attrs := authorizer.AttributesRecord{
 		User: &user.DefaultInfo{Name: "system:serviceaccount:team:component-49", Groups: []string{"system:serviceaccounts", "system:serviceaccounts:team", "system:authenticated"}},
 		Verb: "update", Namespace: "team", APIGroup: "coordination.k8s.io", APIVersion: "v1", Resource: "leases", Name: "lock",
