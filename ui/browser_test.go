@@ -182,13 +182,15 @@ func (tb *tab) waitFor(what, expr string, timeout time.Duration) time.Duration {
 		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
 		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](expr))
 		cancel()
-		if err != nil {
-			tb.t.Fatalf("waiting for %s: %v", what, err)
-		}
-		if ok {
+		if err == nil && ok {
 			return time.Since(start)
 		}
+		// An error is retried: a form that navigates (the namespace
+		// scope) destroys the context an evaluation ran in.
 		if time.Now().After(deadline) {
+			if err != nil {
+				tb.t.Fatalf("waiting for %s: %v", what, err)
+			}
 			tb.t.Fatalf("%s: not within %v\n%s", what, timeout, tb.state())
 		}
 		time.Sleep(10 * time.Millisecond)

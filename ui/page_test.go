@@ -216,12 +216,15 @@ func TestPage(t *testing.T) {
 		tb.t = t
 		leader := e.Nodes[e.Leader()]
 		st := leader.Raft().Status()
-		tb.waitFor("three members and the leader", fmt.Sprintf(`document.querySelectorAll("#members tbody tr").length === 3 && document.getElementById("cluster").dataset.leader === %s`, jsString(leader.Name)), 5*time.Second)
+		self := e.Nodes[follower].Name
+		// Until the leader's first round of member checks in its term, the
+		// others show as unreachable; the page asks again every 2–3 s.
+		tb.waitFor("three members, the leader and this node a follower", fmt.Sprintf(`document.querySelectorAll("#members tbody tr").length === 3 && document.getElementById("cluster").dataset.leader === %[1]s &&
+			document.querySelector('#members tr[data-member=%[1]s]')?.dataset.state === "leader" && document.querySelector('#members tr[data-member=%[2]s]')?.dataset.state === "follower"`, jsString(leader.Name), jsString(self)), 10*time.Second)
 		term := eval[string](tb, `document.getElementById("cluster").dataset.term`)
 		if term != strconv.FormatUint(st.Term, 10) {
 			t.Fatalf("term %s, want %d", term, st.Term)
 		}
-		self := e.Nodes[follower].Name
 		ready := eval[string](tb, fmt.Sprintf(`document.querySelector('#members tr[data-member=%s]').dataset.ready`, jsString(self)))
 		if ready != "true" {
 			t.Fatalf("this node (%s) shows ready=%q", self, ready)
