@@ -140,6 +140,9 @@ type Node struct {
 	stable   *stableStore
 	disk     *disk // the gate of every write to raft.db
 	trans    *raft.NetworkTransport
+	// selfAddr is the transport's address: String of a TCP address
+	// allocates, and every forwarded write and read index compares it.
+	selfAddr string
 
 	// forward handles writes forwarded to this node; set by the API.
 	forward atomic.Pointer[ForwardFunc]
@@ -252,6 +255,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		Timeout: 10 * time.Second,
 		Logger:  cfg.Logger.Named("raft-net"),
 	})
+	n.selfAddr = string(n.trans.LocalAddr())
 
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.Name)
@@ -351,6 +355,9 @@ func (n *Node) Leader() (name, addr string) {
 
 // WaitLeader waits until some leader is known.
 func (n *Node) WaitLeader(ctx context.Context) (name, addr string, err error) {
+	if name, addr = n.Leader(); addr != "" {
+		return name, addr, nil // as nearly always: without a ticker
+	}
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -445,7 +452,7 @@ func (n *Node) applyAtLeader(ctx context.Context, data []byte) (*fsm.Result, err
 	if err != nil {
 		return nil, ErrNoLeader
 	}
-	if addr == string(n.trans.LocalAddr()) {
+	if addr == n.selfAddr {
 		return nil, ErrNotLeader // this node was just elected: apply here
 	}
 	idx, result, err := n.client.Apply(ctx, addr, data)
@@ -545,7 +552,7 @@ func (n *Node) ReadIndex(ctx context.Context) (uint64, error) {
 			if err != nil {
 				return 0, err
 			}
-			if addr != string(n.trans.LocalAddr()) {
+			if addr != n.selfAddr {
 				idx, err := n.readIndexes.run(ctx, func() (uint64, error) {
 					// The request serves every reader that joined; none of
 					// their deadlines is its own. The term is read now,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,7 +24,14 @@ import (
 // themselves, so most of the CPU time (cpu-ns/op: the process's, user and
 // system) is the server's, the system calls and the TLS records of both
 // sides.
-func BenchmarkServePUT(b *testing.B) {
+func BenchmarkServePUT(b *testing.B) { benchServe(b, "PUT", bytes.Repeat([]byte("b"), 250)) }
+
+// BenchmarkServeGET: as BenchmarkServePUT, a GET of one Lease after
+// another (a new path each time, as client-go sends a get of each Lease:
+// a literal the decoder adds to its table).
+func BenchmarkServeGET(b *testing.B) { benchServe(b, "GET", nil) }
+
+func benchServe(b *testing.B, method string, body []byte) {
 	answer := bytes.Repeat([]byte("a"), 300)
 	ts := start(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
@@ -34,7 +42,6 @@ func BenchmarkServePUT(b *testing.B) {
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 		_, _ = w.Write(answer)
 	}))
-	body := bytes.Repeat([]byte("b"), 250)
 	dial := func(proto string) *tls.Conn {
 		c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), NextProtos: []string{proto}})
 		if err != nil {
@@ -59,16 +66,22 @@ func BenchmarkServePUT(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
 			hb.Reset()
-			for _, f := range [][2]string{{":method", "PUT"}, {":scheme", "https"}, {":path", "/apis/coordination.k8s.io/v1/namespaces/team/leases/lock"},
+			fields := [][2]string{{":method", method}, {":scheme", "https"}, {":path", path(method, id)},
 				{":authority", "127.0.0.1"}, {"content-type", "application/vnd.kubernetes.protobuf"}, {"user-agent", "leasebench"},
-				{"accept", "application/vnd.kubernetes.protobuf"}, {"content-length", "250"}} {
+				{"accept", "application/vnd.kubernetes.protobuf"}}
+			if body != nil {
+				fields = append(fields, [2]string{"content-length", strconv.Itoa(len(body))})
+			}
+			for _, f := range fields {
 				_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 			}
-			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true}); err != nil {
+			if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndHeaders: true, EndStream: body == nil}); err != nil {
 				b.Fatal(err)
 			}
-			if err := fr.WriteData(id, true, body); err != nil {
-				b.Fatal(err)
+			if body != nil {
+				if err := fr.WriteData(id, true, body); err != nil {
+					b.Fatal(err)
+				}
 			}
 			for done := false; !done; {
 				f, err := fr.ReadFrame()
@@ -93,12 +106,18 @@ func BenchmarkServePUT(b *testing.B) {
 	b.Run("http1", func(b *testing.B) {
 		c := dial("http/1.1")
 		br := bufio.NewReader(c)
-		req := "PUT /apis/coordination.k8s.io/v1/namespaces/team/leases/lock HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-			"Content-Type: application/vnd.kubernetes.protobuf\r\nUser-Agent: leasebench\r\n" +
-			"Accept: application/vnd.kubernetes.protobuf\r\nContent-Length: 250\r\n\r\n" + string(body)
+		id := uint32(1)
 		b.ReportAllocs()
 		defer reportCPU(b)()
 		for b.Loop() {
+			req := method + " " + path(method, id) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+				"Content-Type: application/vnd.kubernetes.protobuf\r\nUser-Agent: leasebench\r\n" +
+				"Accept: application/vnd.kubernetes.protobuf\r\n"
+			if body != nil {
+				req += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
+			}
+			req += "\r\n" + string(body)
+			id += 2
 			if _, err := io.WriteString(c, req); err != nil {
 				b.Fatal(err)
 			}
@@ -121,6 +140,14 @@ func BenchmarkServePUT(b *testing.B) {
 			}
 		}
 	})
+}
+
+// path is a renewal's path, or for a GET a path of one of 1,000 Leases.
+func path(method string, id uint32) string {
+	if method == "GET" {
+		return fmt.Sprintf("/apis/coordination.k8s.io/v1/namespaces/team/leases/lease-%04d", id/2%1000)
+	}
+	return "/apis/coordination.k8s.io/v1/namespaces/team/leases/lock"
 }
 
 // reportCPU reports the process's CPU time per operation from now until
