@@ -159,6 +159,7 @@ func (n *Node) watchMembers() {
 		case <-n.stopCh:
 			return
 		case <-t.C:
+		case <-n.checkNow:
 		}
 		if n.IsLeader() {
 			leaderless = time.Time{}

@@ -178,6 +178,9 @@ type Node struct {
 	removedReason atomic.Pointer[string]
 
 	notifyCh chan bool
+	// checkNow starts the member checks at once: a new leader knows nothing
+	// of the others until its first round (they show as unreachable).
+	checkNow chan struct{}
 	stopCh   chan struct{}
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
@@ -205,6 +208,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		client:   transport.NewClient(mux),
 		termSem:  make(chan struct{}, 1),
 		notifyCh: make(chan bool, 16),
+		checkNow: make(chan struct{}, 1),
 		stopCh:   make(chan struct{}),
 		removed:  make(chan struct{}),
 
@@ -740,6 +744,10 @@ func (n *Node) watchLeadership() {
 		case leader := <-n.notifyCh:
 			if leader {
 				n.logger.Info("became leader", "term", n.raft.CurrentTerm())
+				select {
+				case n.checkNow <- struct{}{}:
+				default: // one is due already
+				}
 				go func() {
 					ctx, cancel := context.WithTimeout(context.Background(), n.cfg.WriteTimeout)
 					defer cancel()
