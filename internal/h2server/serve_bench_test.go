@@ -6,7 +6,9 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,10 +22,11 @@ import (
 // BenchmarkServePUT: one renewal-sized PUT after another on one TLS
 // connection, answered as the API answers, over HTTP/2 (this server; the
 // client sends HEADERS and DATA in two writes, as Go's client does) and
-// over HTTP/1.1 (net/http's server). The clients write and read bytes
-// themselves, so most of the CPU time (cpu-ns/op: the process's, user and
-// system) is the server's, the system calls and the TLS records of both
-// sides.
+// over HTTP/1.1 (net/http's server), and over HTTP/1.1 without TLS
+// (http1-plain: what the records themselves cost is http1 less it). The
+// clients write and read bytes themselves, so most of the CPU time
+// (cpu-ns/op: the process's, user and system) is the server's, the system
+// calls and the TLS records of both sides.
 func BenchmarkServePUT(b *testing.B) { benchServe(b, "PUT", bytes.Repeat([]byte("b"), 250)) }
 
 // BenchmarkServeGET: as BenchmarkServePUT, a GET of one Lease after
@@ -33,7 +36,7 @@ func BenchmarkServeGET(b *testing.B) { benchServe(b, "GET", nil) }
 
 func benchServe(b *testing.B, method string, body []byte) {
 	answer := bytes.Repeat([]byte("a"), 300)
-	ts := start(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, err := io.Copy(io.Discard, r.Body); err != nil {
 			return
 		}
@@ -41,7 +44,8 @@ func benchServe(b *testing.B, method string, body []byte) {
 		w.Header().Set("Cache-Control", "no-cache, private")
 		w.Header().Set("Content-Type", "application/vnd.kubernetes.protobuf")
 		_, _ = w.Write(answer)
-	}))
+	})
+	ts := start(b, handler)
 	dial := func(proto string) *tls.Conn {
 		c, err := tls.Dial("tcp", ts.addr, &tls.Config{RootCAs: ts.ca.Pool(), NextProtos: []string{proto}})
 		if err != nil {
@@ -103,43 +107,57 @@ func benchServe(b *testing.B, method string, body []byte) {
 		}
 	})
 
-	b.Run("http1", func(b *testing.B) {
-		c := dial("http/1.1")
-		br := bufio.NewReader(c)
-		id := uint32(1)
-		b.ReportAllocs()
-		defer reportCPU(b)()
-		for b.Loop() {
-			req := method + " " + path(method, id) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
-				"Content-Type: application/vnd.kubernetes.protobuf\r\nUser-Agent: leasebench\r\n" +
-				"Accept: application/vnd.kubernetes.protobuf\r\n"
-			if body != nil {
-				req += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
-			}
-			req += "\r\n" + string(body)
-			id += 2
-			if _, err := io.WriteString(c, req); err != nil {
+	b.Run("http1", func(b *testing.B) { benchHTTP1(b, dial("http/1.1"), method, body) })
+
+	b.Run("http1-plain", func(b *testing.B) {
+		plain := httptest.NewServer(handler)
+		b.Cleanup(plain.Close)
+		c, err := net.Dial("tcp", plain.Listener.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { c.Close() })
+		_ = c.SetDeadline(time.Now().Add(time.Minute))
+		benchHTTP1(b, c, method, body)
+	})
+}
+
+// benchHTTP1 sends requests one after another on c and reads each answer.
+func benchHTTP1(b *testing.B, c net.Conn, method string, body []byte) {
+	br := bufio.NewReader(c)
+	id := uint32(1)
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		req := method + " " + path(method, id) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" +
+			"Content-Type: application/vnd.kubernetes.protobuf\r\nUser-Agent: leasebench\r\n" +
+			"Accept: application/vnd.kubernetes.protobuf\r\n"
+		if body != nil {
+			req += "Content-Length: " + strconv.Itoa(len(body)) + "\r\n"
+		}
+		req += "\r\n" + string(body)
+		id += 2
+		if _, err := io.WriteString(c, req); err != nil {
+			b.Fatal(err)
+		}
+		// The answer's head, then its Content-Length bytes.
+		n := -1
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
 				b.Fatal(err)
 			}
-			// The answer's head, then its Content-Length bytes.
-			n := -1
-			for {
-				line, err := br.ReadString('\n')
-				if err != nil {
-					b.Fatal(err)
-				}
-				if line == "\r\n" {
-					break
-				}
-				if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
-					_, _ = fmt.Sscan(v, &n)
-				}
+			if line == "\r\n" {
+				break
 			}
-			if _, err := br.Discard(n); err != nil {
-				b.Fatal(err)
+			if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+				_, _ = fmt.Sscan(v, &n)
 			}
 		}
-	})
+		if _, err := br.Discard(n); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // path is a renewal's path, or for a GET a path of one of 1,000 Leases.
