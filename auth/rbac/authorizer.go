@@ -59,10 +59,11 @@ func (a *Authorizer) Authorize(_ context.Context, attrs authorizer.Attributes) (
 		d := decide(p, attrs)
 		return d.d, d.reason, nil
 	}
-	d, ok := cp.Decisions().get(k)
+	c := cp.Decisions()
+	d, ok := c.get(k)
 	if !ok {
 		d = decide(p, attrs)
-		cp.Decisions().put(k, d)
+		c.put(k, d)
 	}
 	return d.d, d.reason, nil
 }
