@@ -27,12 +27,15 @@ func Impersonate(ctx context.Context, authz Authorizer, requester user.Info, h h
 	name := h.Get(authenticationv1.ImpersonateUserHeader)
 	groups := h.Values(authenticationv1.ImpersonateGroupHeader)
 	uid := h.Get(authenticationv1.ImpersonateUIDHeader)
-	extra := map[string][]string{}
+	var extra map[string][]string // made for the first extra: most requests impersonate no one
 	for k, vs := range h {
 		if key, ok := strings.CutPrefix(k, authenticationv1.ImpersonateUserExtraHeaderPrefix); ok {
 			// The key is URL-escaped on the wire, as in kube-apiserver.
 			if unescaped, err := url.PathUnescape(key); err == nil {
 				key = unescaped
+			}
+			if extra == nil {
+				extra = map[string][]string{}
 			}
 			extra[strings.ToLower(key)] = append(extra[strings.ToLower(key)], vs...)
 		}
@@ -94,9 +97,6 @@ func Impersonate(ctx context.Context, authz Authorizer, requester user.Info, h h
 		if strings.HasPrefix(k, "Impersonate-") {
 			h.Del(k)
 		}
-	}
-	if len(extra) == 0 {
-		extra = nil
 	}
 	return &user.DefaultInfo{Name: name, UID: uid, Groups: groups, Extra: extra}, nil
 }
