@@ -128,7 +128,9 @@ func TestPage(t *testing.T) {
 		t0 := time.Now()
 		first, _ := rowOf(tb, "default/alpha")
 		t1 := time.Now()
-		time.Sleep(1200 * time.Millisecond)
+		// Long enough that the figure falls by more than a second even
+		// with the slack below, so the text, in whole seconds, must move.
+		time.Sleep(1600 * time.Millisecond)
 		t2 := time.Now()
 		second, _ := rowOf(tb, "default/alpha")
 		t3 := time.Now()
@@ -141,6 +143,13 @@ func TestPage(t *testing.T) {
 		d := time.Duration(*first.LeftMs-*second.LeftMs) * time.Millisecond
 		if d < t2.Sub(t1)-500*time.Millisecond || d > t3.Sub(t0)+600*time.Millisecond {
 			t.Fatalf("time left went from %d to %d ms while %v passed", *first.LeftMs, *second.LeftMs, t2.Sub(t1).Round(time.Millisecond))
+		}
+		for _, r := range []row{first, second} {
+			// The text is the figure in whole seconds (the figure is
+			// rounded to the millisecond, the text cut down from it).
+			if r.Left != fmt.Sprintf("%ds", *r.LeftMs/1000) && r.Left != fmt.Sprintf("%ds", (*r.LeftMs-1)/1000) {
+				t.Fatalf("the countdown reads %q for %d ms", r.Left, *r.LeftMs)
+			}
 		}
 		if first.Left == second.Left {
 			t.Fatalf("the countdown's text did not move: %q", first.Left)
