@@ -774,6 +774,28 @@ func (n *Node) Ready() (bool, string) {
 	return n.ready, n.readyReason
 }
 
+// ReadyCheck is one condition of the node's readiness, as /readyz?verbose
+// lists them.
+type ReadyCheck struct {
+	Name string
+	Why  string // why it fails; "" when it passes
+}
+
+// ReadyChecks lists the conditions Ready sums up, in the order Ready
+// checks them: the data directory's disk takes writes ("disk"), and the
+// node knows a leader and has applied what that leader had committed
+// ("leader").
+func (n *Node) ReadyChecks() []ReadyCheck {
+	_, disk := n.disk.health()
+	n.readyMu.Lock()
+	ready, why := n.ready, n.readyReason
+	n.readyMu.Unlock()
+	if ready {
+		why = ""
+	}
+	return []ReadyCheck{{Name: "disk", Why: disk}, {Name: "leader", Why: why}}
+}
+
 func (n *Node) setReady(ok bool, reason string) {
 	n.readyMu.Lock()
 	if n.ready != ok {

@@ -123,7 +123,7 @@ func TestGuardOpenPaths(t *testing.T) {
 			t.Errorf("%s: %d", p, rec.Code)
 		}
 	}
-	for _, p := range []string{"/livez/x", "/readyzz", "/metrics", "/version"} {
+	for _, p := range []string{"/livez/x", "/readyz/leader", "/readyzz", "/metrics", "/version"} {
 		if rec := serve(h, "GET", p, ""); rec.Code != 401 {
 			t.Errorf("%s without credentials: %d", p, rec.Code)
 		}

@@ -133,6 +133,7 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	r.HandleFunc("/livez", s.livez)
 	r.HandleFunc("/readyz", s.readyz)
 	r.HandleFunc("/healthz", s.readyz)
+	r.HandleFunc("/{endpoint:livez|readyz|healthz}/{check}", s.healthCheck)
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.HandleFunc("/cluster/status", s.clusterStatus)
 	r.HandleFunc("/cluster/snapshot", s.clusterSnapshot)
