@@ -23,52 +23,13 @@ func writeJSON(w http.ResponseWriter, req *http.Request, code int, v any) {
 	_ = enc.Encode(v)
 }
 
-// The health endpoints answer as kube-apiserver's do: "ok"; with ?verbose
-// a line for each check and a summary; ?exclude=NAME leaves a check out;
-// /readyz/NAME (authorized, as kube's system:monitoring role allows) asks
-// for one check. Unlike kube-apiserver, which withholds why a check
-// failed, the answer says why: the bare /readyz has always said so, and
-// what it says (a leader unknown, a disk full) is no secret.
-
-func (s *Server) livez(w http.ResponseWriter, req *http.Request) {
-	writeHealth(w, req, "livez", nil)
-}
-
-func (s *Server) readyz(w http.ResponseWriter, req *http.Request) {
-	writeHealth(w, req, strings.TrimPrefix(req.URL.Path, "/"), s.node.ReadyChecks())
-}
-
-// healthCheck answers /livez/NAME, /readyz/NAME and /healthz/NAME.
-func (s *Server) healthCheck(w http.ResponseWriter, req *http.Request) {
-	endpoint, name := mux.Vars(req)["endpoint"], mux.Vars(req)["check"]
-	var checks []cluster.ReadyCheck
-	if endpoint != "livez" {
-		checks = s.node.ReadyChecks()
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	if name == "ping" {
-		_, _ = w.Write([]byte("ok"))
-		return
-	}
-	for _, c := range checks {
-		if c.Name != name {
-			continue
-		}
-		if c.Why != "" {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready: " + c.Why + "\n"))
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-		return
-	}
-	http.NotFound(w, req)
-}
-
-// writeHealth answers an endpoint whose checks are ping, which passes
-// while the process serves HTTP, and the given ones.
-func writeHealth(w http.ResponseWriter, req *http.Request, endpoint string, checks []cluster.ReadyCheck) {
+// health answers /livez, /readyz and /healthz as kube-apiserver does: "ok";
+// with ?verbose a line for each check and a summary; ?exclude=NAME leaves a
+// check out. Unlike kube-apiserver, which withholds why a check failed, the
+// answer says why: the bare /readyz has always said so, and what it says (a
+// leader unknown, a disk full) is no secret.
+func (s *Server) health(w http.ResponseWriter, req *http.Request) {
+	endpoint := strings.TrimPrefix(req.URL.Path, "/")
 	q := req.URL.Query()
 	_, verbose := q["verbose"]
 	excluded := map[string]bool{}
@@ -77,7 +38,7 @@ func writeHealth(w http.ResponseWriter, req *http.Request, endpoint string, chec
 	}
 	var out strings.Builder
 	var why string // the first failure's reason
-	for _, c := range append([]cluster.ReadyCheck{{Name: "ping"}}, checks...) {
+	for _, c := range s.healthChecks(endpoint) {
 		switch {
 		case excluded[c.Name]:
 			delete(excluded, c.Name)
@@ -94,8 +55,7 @@ func writeHealth(w http.ResponseWriter, req *http.Request, endpoint string, chec
 	for _, e := range slices.Sorted(maps.Keys(excluded)) {
 		fmt.Fprintf(&out, "warn: some health checks cannot be excluded: no matches for %s\n", e)
 	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
+	setHealthHeaders(w)
 	switch {
 	case why != "" && verbose:
 		w.WriteHeader(http.StatusServiceUnavailable)
@@ -110,6 +70,42 @@ func writeHealth(w http.ResponseWriter, req *http.Request, endpoint string, chec
 	default:
 		_, _ = w.Write([]byte("ok"))
 	}
+}
+
+// healthCheck answers one check: /livez/NAME, /readyz/NAME, /healthz/NAME.
+// Unlike the endpoints themselves they need credentials, as in
+// kube-apiserver (its system:monitoring role grants them).
+func (s *Server) healthCheck(w http.ResponseWriter, req *http.Request) {
+	vars := mux.Vars(req)
+	for _, c := range s.healthChecks(vars["endpoint"]) {
+		if c.Name != vars["check"] {
+			continue
+		}
+		setHealthHeaders(w)
+		if c.Why != "" {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + c.Why + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+		return
+	}
+	http.NotFound(w, req)
+}
+
+// healthChecks lists an endpoint's checks: ping, which passes while the
+// process serves HTTP, and for readyz and healthz the node's readiness.
+func (s *Server) healthChecks(endpoint string) []cluster.ReadyCheck {
+	ping := []cluster.ReadyCheck{{Name: "ping"}}
+	if endpoint == "livez" {
+		return ping
+	}
+	return append(ping, s.node.ReadyChecks()...)
+}
+
+func setHealthHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 }
 
 func (s *Server) clusterStatus(w http.ResponseWriter, req *http.Request) {

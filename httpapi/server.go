@@ -130,9 +130,7 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 		r.NotFoundHandler.ServeHTTP(w, req)
 	})
 
-	r.HandleFunc("/livez", s.livez)
-	r.HandleFunc("/readyz", s.readyz)
-	r.HandleFunc("/healthz", s.readyz)
+	r.HandleFunc("/{endpoint:livez|readyz|healthz}", s.health)
 	r.HandleFunc("/{endpoint:livez|readyz|healthz}/{check}", s.healthCheck)
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.HandleFunc("/cluster/status", s.clusterStatus)
