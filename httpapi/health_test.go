@@ -2,7 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -12,16 +11,8 @@ import (
 
 func getHealth(t *testing.T, url string) (int, string, http.Header) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, string(b), resp.Header
+	resp, body := rawGet(t, url, "")
+	return resp.StatusCode, string(body), resp.Header
 }
 
 // TestHealthEndpoints: /livez, /readyz and /healthz answer as

@@ -45,8 +45,9 @@ const (
 	oapiV3Proto = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf"
 )
 
-// oapiGet fetches path from base without following redirects.
-func oapiGet(t *testing.T, base, path string, hdr ...string) (*http.Response, []byte) {
+// rawGet fetches path from base without following redirects, with the
+// given header pairs.
+func rawGet(t *testing.T, base, path string, hdr ...string) (*http.Response, []byte) {
 	t.Helper()
 	hc := &http.Client{Timeout: opTimeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	req, err := http.NewRequest(http.MethodGet, base+path, nil)
@@ -73,7 +74,7 @@ func TestOpenAPI(t *testing.T) {
 	base := c.Nodes[0].URL()
 
 	t.Run("v3", func(t *testing.T) {
-		resp, body := oapiGet(t, base, "/openapi/v3", "Accept", "application/json, */*")
+		resp, body := rawGet(t, base, "/openapi/v3", "Accept", "application/json, */*")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("root: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
@@ -94,13 +95,13 @@ func TestOpenAPI(t *testing.T) {
 		if etag == "" {
 			t.Fatal("root has no ETag")
 		}
-		if r, _ := oapiGet(t, base, "/openapi/v3", "If-None-Match", etag); r.StatusCode != http.StatusNotModified {
+		if r, _ := rawGet(t, base, "/openapi/v3", "If-None-Match", etag); r.StatusCode != http.StatusNotModified {
 			t.Fatalf("root with If-None-Match: %d, want 304", r.StatusCode)
 		}
 		// Every member serves the same documents under the same hashes,
 		// so a client's cache survives talking to another member.
 		for i := 1; i < len(c.Nodes); i++ {
-			if _, other := oapiGet(t, c.Nodes[i].URL(), "/openapi/v3"); !bytes.Equal(other, body) {
+			if _, other := rawGet(t, c.Nodes[i].URL(), "/openapi/v3"); !bytes.Equal(other, body) {
 				t.Fatalf("member %d's root differs:\n%s\n%s", i, other, body)
 			}
 		}
@@ -112,7 +113,7 @@ func TestOpenAPI(t *testing.T) {
 				t.Fatalf("%s: serverRelativeURL %q", name, u)
 			}
 			hash := pu.Query().Get("hash")
-			resp, body := oapiGet(t, base, u, "Accept", "application/json")
+			resp, body := rawGet(t, base, u, "Accept", "application/json")
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 				t.Fatalf("%s: %d %q", u, resp.StatusCode, resp.Header.Get("Content-Type"))
 			}
@@ -122,11 +123,11 @@ func TestOpenAPI(t *testing.T) {
 			if cc := resp.Header.Get("Cache-Control"); cc != "public, immutable" || resp.Header.Get("Expires") == "" {
 				t.Fatalf("%s: Cache-Control %q, Expires %q", u, cc, resp.Header.Get("Expires"))
 			}
-			if r, b := oapiGet(t, base, u, "Accept", "application/json", "If-None-Match", `"`+hash+`"`); r.StatusCode != http.StatusNotModified || len(b) != 0 {
+			if r, b := rawGet(t, base, u, "Accept", "application/json", "If-None-Match", `"`+hash+`"`); r.StatusCode != http.StatusNotModified || len(b) != 0 {
 				t.Fatalf("%s with If-None-Match: %d, want 304", u, r.StatusCode)
 			}
 			// A stale hash is redirected to the current one.
-			if r, _ := oapiGet(t, base, "/openapi/v3/"+name+"?hash=0123", "Accept", "application/json"); r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != u {
+			if r, _ := rawGet(t, base, "/openapi/v3/"+name+"?hash=0123", "Accept", "application/json"); r.StatusCode != http.StatusMovedPermanently || r.Header.Get("Location") != u {
 				t.Fatalf("%s with a stale hash: %d to %q, want 301 to %s", name, r.StatusCode, r.Header.Get("Location"), u)
 			}
 			var doc spec3.OpenAPI
@@ -140,7 +141,7 @@ func TestOpenAPI(t *testing.T) {
 				t.Fatalf("%s: gnostic: %v", u, err)
 			}
 			// The protobuf form is the same document.
-			resp, pb := oapiGet(t, base, u, "Accept", oapiV3Proto)
+			resp, pb := rawGet(t, base, u, "Accept", oapiV3Proto)
 			var pdoc openapi_v3.Document
 			if resp.StatusCode != http.StatusOK || proto.Unmarshal(pb, &pdoc) != nil || len(pdoc.GetPaths().GetPath()) != len(doc.Paths.Paths) {
 				t.Fatalf("%s as protobuf: %d %q, %d paths", u, resp.StatusCode, resp.Header.Get("Content-Type"), len(pdoc.GetPaths().GetPath()))
@@ -148,7 +149,7 @@ func TestOpenAPI(t *testing.T) {
 		}
 
 		// The Lease document: every operation, with what kubectl looks for.
-		_, body = oapiGet(t, base, root.Paths["apis/coordination.k8s.io/v1"].ServerRelativeURL)
+		_, body = rawGet(t, base, root.Paths["apis/coordination.k8s.io/v1"].ServerRelativeURL)
 		var doc spec3.OpenAPI
 		if err := json.Unmarshal(body, &doc); err != nil {
 			t.Fatal(err)
@@ -170,14 +171,14 @@ func TestOpenAPI(t *testing.T) {
 
 		// Documents that do not exist are not found.
 		for _, p := range []string{"/openapi/v3/apis/coordination.k8s.io/v2", "/openapi/v3/apis/apps/v1", "/openapi/v3/"} {
-			if r, _ := oapiGet(t, base, p); r.StatusCode != http.StatusNotFound {
+			if r, _ := rawGet(t, base, p); r.StatusCode != http.StatusNotFound {
 				t.Fatalf("%s: %d, want 404", p, r.StatusCode)
 			}
 		}
 	})
 
 	t.Run("v2", func(t *testing.T) {
-		resp, body := oapiGet(t, base, "/openapi/v2", "Accept", "application/json")
+		resp, body := rawGet(t, base, "/openapi/v2", "Accept", "application/json")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/json" {
 			t.Fatalf("v2: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
@@ -200,12 +201,12 @@ func TestOpenAPI(t *testing.T) {
 			t.Fatalf("gnostic: %v", err)
 		}
 		etag := resp.Header.Get("Etag")
-		if r, _ := oapiGet(t, base, "/openapi/v2", "Accept", "application/json", "If-None-Match", etag); etag == "" || r.StatusCode != http.StatusNotModified {
+		if r, _ := rawGet(t, base, "/openapi/v2", "Accept", "application/json", "If-None-Match", etag); etag == "" || r.StatusCode != http.StatusNotModified {
 			t.Fatalf("v2 with If-None-Match %s: %d, want 304", etag, r.StatusCode)
 		}
 
 		// What kubectl asks for, and reads with kube-openapi's models.
-		resp, pb := oapiGet(t, base, "/openapi/v2", "Accept", oapiV2Proto, "Accept-Encoding", "gzip")
+		resp, pb := rawGet(t, base, "/openapi/v2", "Accept", oapiV2Proto, "Accept-Encoding", "gzip")
 		if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/com.github.proto-openapi.spec.v2.v1.0+protobuf" || resp.Header.Get("Content-Encoding") != "gzip" {
 			t.Fatalf("v2 protobuf: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Content-Encoding"))
 		}
