@@ -9,9 +9,9 @@ import (
 	"github.com/leasehold/leasehold/internal/testcluster"
 )
 
-func getHealth(t *testing.T, url string) (int, string, http.Header) {
+func getHealth(t *testing.T, base, path string) (int, string, http.Header) {
 	t.Helper()
-	resp, body := rawGet(t, url, "")
+	resp, body := rawGet(t, base, path)
 	return resp.StatusCode, string(body), resp.Header
 }
 
@@ -36,13 +36,13 @@ func TestHealthEndpoints(t *testing.T) {
 		{"/livez/ping", "ok"},
 	}
 	for _, tc := range ready {
-		code, body, h := getHealth(t, u+tc.path)
+		code, body, h := getHealth(t, u, tc.path)
 		if code != 200 || body != tc.body || h.Get("Content-Type") != "text/plain; charset=utf-8" || h.Get("X-Content-Type-Options") != "nosniff" {
 			t.Errorf("%s: %d %q %v, want 200 %q as text/plain", tc.path, code, body, h, tc.body)
 		}
 	}
 	for _, p := range []string{"/readyz/etcd", "/livez/leader", "/readyz/"} {
-		if code, body, _ := getHealth(t, u+p); code != 404 {
+		if code, body, _ := getHealth(t, u, p); code != 404 {
 			t.Errorf("%s: %d %q, want 404", p, code, body)
 		}
 	}
@@ -56,7 +56,7 @@ func TestHealthEndpoints(t *testing.T) {
 	var body string
 	if !testcluster.WaitFor(context.Background(), 10*time.Second, func() bool {
 		var code int
-		code, body, _ = getHealth(t, u+"/readyz")
+		code, body, _ = getHealth(t, u, "/readyz")
 		return code == 503 && body == "not ready: no leader is known\n"
 	}) {
 		t.Fatalf("/readyz of a node alone: %q, want 503 saying no leader is known", body)
@@ -75,7 +75,7 @@ func TestHealthEndpoints(t *testing.T) {
 		{"/livez", 200, "ok"},
 	}
 	for _, tc := range unready {
-		if code, body, _ := getHealth(t, u+tc.path); code != tc.code || body != tc.body {
+		if code, body, _ := getHealth(t, u, tc.path); code != tc.code || body != tc.body {
 			t.Errorf("%s alone: %d %q, want %d %q", tc.path, code, body, tc.code, tc.body)
 		}
 	}
