@@ -239,9 +239,7 @@ func TestFeatureLevelRaisedAndKept(t *testing.T) {
 // is 0 would.
 type oldRelease struct{}
 
-func (oldRelease) ForwardHTTP(context.Context, *transport.HTTPRequest) *transport.HTTPResponse {
-	return &transport.HTTPResponse{Status: 503}
-}
+func (oldRelease) Forward(context.Context, []byte) []byte { return nil }
 func (oldRelease) ReadIndex(context.Context, transport.Asker) (uint64, error) {
 	return 0, transport.ErrNotLeader
 }

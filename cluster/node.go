@@ -32,6 +32,9 @@ var (
 	ErrUnknownOutcome = errors.New("the outcome of the write is unknown")
 	// ErrTimeout: the node could not confirm a read or write in time.
 	ErrTimeout = errors.New("timed out waiting for the cluster")
+	// ErrUnsupported: the leader's release does not take the request in
+	// this form; nothing was done.
+	ErrUnsupported = errors.New("the leader's release does not support this request")
 )
 
 // Peer is a cluster member as named on the command line.
@@ -187,8 +190,9 @@ type Node struct {
 	closed   bool
 }
 
-// ForwardFunc answers a write forwarded from a follower.
-type ForwardFunc func(ctx context.Context, req *transport.HTTPRequest) *transport.HTTPResponse
+// ForwardFunc answers a request forwarded from a follower. Request and
+// answer are the API layer's bytes.
+type ForwardFunc func(ctx context.Context, req []byte) []byte
 
 // New opens the node's stores under cfg.DataDir, starts Raft on mux and
 // bootstraps from cfg.InitialCluster when there is no Raft state yet.
@@ -667,18 +671,21 @@ func (n *Node) LinearizableRead(ctx context.Context) error {
 	return nil
 }
 
-// Forward sends a write to the leader and returns its answer.
-func (n *Node) Forward(ctx context.Context, req *transport.HTTPRequest) (*transport.HTTPResponse, error) {
+// Forward sends a request to the leader's ForwardFunc and returns its
+// answer. ErrUnsupported means the leader's release takes no forwarded
+// requests in this form (a rolling upgrade is under way).
+func (n *Node) Forward(ctx context.Context, req []byte) ([]byte, error) {
 	_, addr, err := n.WaitLeader(ctx)
 	if err != nil {
 		return nil, err
 	}
-	req.From = n.cfg.Name
 	resp, err := n.client.Forward(ctx, addr, req)
-	if err != nil {
-		if errors.Is(err, transport.ErrUnknownOutcome) {
-			return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
-		}
+	switch {
+	case errors.Is(err, transport.ErrUnknownOutcome):
+		return nil, fmt.Errorf("%w: %v", ErrUnknownOutcome, err)
+	case errors.Is(err, transport.ErrUnsupported):
+		return nil, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
 	return resp, nil
@@ -689,10 +696,10 @@ type rpcHandler struct{ n *Node }
 
 var _ transport.Handler = rpcHandler{}
 
-func (h rpcHandler) ForwardHTTP(ctx context.Context, req *transport.HTTPRequest) *transport.HTTPResponse {
+func (h rpcHandler) Forward(ctx context.Context, req []byte) []byte {
 	f := h.n.forward.Load()
 	if f == nil {
-		return &transport.HTTPResponse{Status: 503, Body: []byte("node is starting")}
+		return nil // the follower takes no answer for "not leading yet"
 	}
 	return (*f)(ctx, req)
 }

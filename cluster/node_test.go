@@ -1,12 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"reflect"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,7 +17,6 @@ import (
 
 	"github.com/leasehold/leasehold/fsm"
 	"github.com/leasehold/leasehold/fsm/state"
-	"github.com/leasehold/leasehold/transport"
 )
 
 func TestBootstrapElectsOneLeader(t *testing.T) {
@@ -138,52 +138,39 @@ func TestForwardToLeader(t *testing.T) {
 	c := newCluster(t, 3)
 	l := c.waitAllReady()
 
+	// The bytes are the API layer's; here a request is an encoded command
+	// and an answer names the node that applied it and the outcome.
 	type call struct {
-		node int
-		req  transport.HTTPRequest
-		resp *transport.HTTPResponse
+		node      int
+		req, resp []byte
 	}
 	calls := make(chan call, 10)
 	for _, i := range c.running() {
 		n := c.node(i)
-		n.SetForwardHandler(func(ctx context.Context, req *transport.HTTPRequest) *transport.HTTPResponse {
-			resp := func() *transport.HTTPResponse {
-				cmd, err := fsm.DecodeCommand(req.Body)
+		n.SetForwardHandler(func(ctx context.Context, req []byte) []byte {
+			resp := func() string {
+				cmd, err := fsm.DecodeCommand(req)
 				if err != nil {
-					return &transport.HTTPResponse{Status: 400, Body: []byte(err.Error())}
+					return "bad command: " + err.Error()
 				}
 				res, err := n.Apply(ctx, cmd)
 				if err != nil {
-					return &transport.HTTPResponse{Status: 503, Body: []byte(err.Error())}
+					return "unavailable: " + err.Error()
 				}
 				if res.Err != nil {
-					return &transport.HTTPResponse{Status: 409, Header: http.Header{"X-Handled-By": {n.Name()}}, Body: []byte(res.Err.Error())}
+					return n.Name() + " refused: " + res.Err.Error()
 				}
-				return &transport.HTTPResponse{
-					Status: 201,
-					Header: http.Header{
-						"Content-Type": {"application/json"},
-						"X-Handled-By": {n.Name()},
-						"X-Multi":      {"one", "two"},
-					},
-					Body: []byte(fmt.Sprintf(`{"rv":%d,"name":%q}`, res.Object.RV, res.Object.Key().Name)),
-				}
+				return fmt.Sprintf("%s created %s at %d", n.Name(), res.Object.Key().Name, res.Object.RV)
 			}()
-			calls <- call{node: i, req: *req, resp: resp}
-			return resp
+			calls <- call{node: i, req: req, resp: []byte(resp)}
+			return []byte(resp)
 		})
 	}
 
 	f := c.followers(l)[0]
 	follower := c.node(f)
 	body := createCmd(t, "fwd", "h1").Encode()
-	req := &transport.HTTPRequest{
-		Method:     "POST",
-		RequestURI: "/apis/coordination.k8s.io/v1/namespaces/default/leases?fieldManager=test",
-		Header:     http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}, "X-Trace": {"a", "b"}},
-		Body:       body,
-	}
-	resp, err := follower.Forward(opCtx(t), req)
+	resp, err := follower.Forward(opCtx(t), body)
 	if err != nil {
 		t.Fatalf("forward: %v", err)
 	}
@@ -196,28 +183,21 @@ func TestForwardToLeader(t *testing.T) {
 	if got.node != l {
 		t.Fatalf("handler ran on n%d, want the leader n%d", got.node+1, l+1)
 	}
-	if got.req.Method != req.Method || got.req.RequestURI != req.RequestURI ||
-		!reflect.DeepEqual(got.req.Header, req.Header) || string(got.req.Body) != string(body) {
-		t.Errorf("leader got request %+v, want %+v", got.req, req)
+	if !bytes.Equal(got.req, body) {
+		t.Errorf("leader got request %q, want %q", got.req, body)
 	}
-	if got.req.From != follower.Name() {
-		t.Errorf("request From %q, want %q", got.req.From, follower.Name())
-	}
-	if !reflect.DeepEqual(resp, got.resp) {
-		t.Errorf("forwarded answer %+v, want the leader's %+v", resp, got.resp)
-	}
-	if resp.Status != 201 || resp.Header.Get("X-Handled-By") != c.node(l).Name() {
-		t.Errorf("answer %d from %q", resp.Status, resp.Header.Get("X-Handled-By"))
+	if !bytes.Equal(resp, got.resp) || !strings.HasPrefix(string(resp), c.node(l).Name()+" created fwd at ") {
+		t.Errorf("forwarded answer %q, want the leader's %q", resp, got.resp)
 	}
 
 	// A refused write's answer comes back unchanged too.
-	resp, err = follower.Forward(opCtx(t), &transport.HTTPRequest{Method: "POST", RequestURI: "/x", Body: body})
+	resp, err = follower.Forward(opCtx(t), body)
 	if err != nil {
 		t.Fatalf("second forward: %v", err)
 	}
 	got = <-calls
-	if got.node != l || resp.Status != 409 || !reflect.DeepEqual(resp, got.resp) {
-		t.Errorf("duplicate create: answer %+v from n%d, want the leader's %+v", resp, got.node+1, got.resp)
+	if got.node != l || !bytes.Equal(resp, got.resp) || !strings.Contains(string(resp), " refused: ") {
+		t.Errorf("duplicate create: answer %q from n%d, want the leader's %q", resp, got.node+1, got.resp)
 	}
 	select {
 	case extra := <-calls:

@@ -4,11 +4,9 @@ import (
 	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/leasehold/leasehold/auth"
-	"github.com/leasehold/leasehold/transport"
 )
 
 // openPaths answer without credentials, so that probes and load balancers
@@ -72,19 +70,6 @@ func (s *Server) authorize(w http.ResponseWriter, req *http.Request, attrs autho
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	s.writeError(w, req, auth.Forbidden(attrs, reason))
 	return false
-}
-
-// forwardedUser is the identity a follower sends with a forwarded request.
-func forwardedUser(u user.Info) *transport.User {
-	return &transport.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
-}
-
-// userOf is the identity a forwarded request carries, nil if none.
-func userOf(fu *transport.User) user.Info {
-	if fu == nil {
-		return nil
-	}
-	return &user.DefaultInfo{Name: fu.Name, UID: fu.UID, Groups: fu.Groups, Extra: fu.Extra}
 }
 
 // inflight holds kube-apiserver's --max-requests-inflight and

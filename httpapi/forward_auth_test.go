@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -121,5 +123,46 @@ func TestForwardedWriteCarriesIdentity(t *testing.T) {
 	mu.Unlock()
 	if n := members(); n != 4 {
 		t.Errorf("alice's join: %d members, want 4", n)
+	}
+}
+
+// What a peer forwards is checked as a client's request is: bytes that
+// are not a forwarded request are a 400, a request with no identity a 401,
+// and neither changes anything.
+func TestForwardedRequestBadInput(t *testing.T) {
+	c := testcluster.New(t, 3, testcluster.Options{})
+	f := c.Nodes[c.Follower()].Raft()
+	members := func() int { return len(c.Nodes[c.Leader()].Raft().Status().Members) }
+	for _, tc := range []struct {
+		name string
+		req  string
+		code int
+		body string
+	}{
+		{"not JSON", "\x00\x01garbage", 400, "invalid character"},
+		{"a bad method", `{"Method":"GE T","RequestURI":"/cluster/join"}`, 400, "invalid method"},
+		{"no identity", `{"Method":"POST","RequestURI":"/cluster/join","Body":"eyJuYW1lIjoibjkiLCJwZWVyQWRkciI6IjEyNy4wLjAuMTo5In0="}`, 401, `"reason":"Unauthorized"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			answer, err := f.Forward(ctx, []byte(tc.req))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var resp struct {
+				Status int
+				Body   []byte
+			}
+			if err := json.Unmarshal(answer, &resp); err != nil {
+				t.Fatalf("answer %q: %v", answer, err)
+			}
+			if resp.Status != tc.code || !strings.Contains(string(resp.Body), tc.body) {
+				t.Errorf("answer %d %s, want %d with %q", resp.Status, resp.Body, tc.code, tc.body)
+			}
+			if n := members(); n != 3 {
+				t.Errorf("%d members after the refused request, want 3", n)
+			}
+		})
 	}
 }

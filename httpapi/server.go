@@ -1,9 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -14,12 +11,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/leasehold/leasehold/auth"
 	"github.com/leasehold/leasehold/cluster"
 	"github.com/leasehold/leasehold/registry"
-	"github.com/leasehold/leasehold/transport"
 	"github.com/leasehold/leasehold/ui"
 )
 
@@ -253,142 +248,4 @@ func (s *Server) item(w http.ResponseWriter, req *http.Request) {
 		notAllowed(w, "GET", "PUT", "PATCH", "DELETE")
 		s.writeError(w, req, methodNotAllowed())
 	}
-}
-
-type forwardedKey struct{}
-
-// leaderOnly runs a write on the leader: here if this node leads, else by
-// forwarding the request over the peer port and relaying the leader's
-// answer unchanged. A forwarded request is never forwarded again: a node
-// that no longer leads refuses it with a mark that nothing was written, and
-// the follower forwards it again to the new leader while the write timeout
-// lasts.
-func (s *Server) leaderOnly(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, req *http.Request) {
-		if s.node.IsLeader() {
-			h(w, req)
-			return
-		}
-		if req.Context().Value(forwardedKey{}) != nil {
-			s.writeError(w, req, registry.NotLeader("leadership moved while the write was forwarded, please retry"))
-			return
-		}
-		body, err := readBody(req)
-		if err != nil {
-			s.writeError(w, req, err)
-			return
-		}
-		ctx, cancel := context.WithTimeout(req.Context(), s.writeTimeout+10*time.Second)
-		defer cancel()
-		deadline := time.Now().Add(s.writeTimeout)
-		for {
-			// Wait for a leader only as long as a write may.
-			wctx, wcancel := context.WithDeadline(ctx, deadline)
-			_, _, err = s.node.WaitLeader(wctx)
-			wcancel()
-			if err != nil {
-				s.writeError(w, req, registry.NotLeader("the cluster has no leader at the moment, please retry"))
-				return
-			}
-			if s.node.IsLeader() {
-				req.Body = readCloser{bytes.NewReader(body)}
-				h(w, req)
-				return
-			}
-			resp, err := s.node.Forward(ctx, &transport.HTTPRequest{
-				Method: req.Method, RequestURI: req.URL.RequestURI(), Header: req.Header.Clone(), Body: body,
-				User: forwardedUser(requestUser(req)),
-			})
-			retry := time.Now().Before(deadline) && ctx.Err() == nil
-			if err != nil {
-				if retry && errors.Is(err, cluster.ErrNoLeader) {
-					// The leader could not be reached; nothing was sent.
-					time.Sleep(20 * time.Millisecond)
-					continue
-				}
-				s.writeError(w, req, registry.ClusterError(err))
-				return
-			}
-			if resp.Header.Get(notLeaderHeader) != "" && retry {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			resp.Header.Del(notLeaderHeader)
-			for k, v := range resp.Header {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(resp.Status)
-			_, _ = w.Write(resp.Body)
-			return
-		}
-	}
-}
-
-// notLeaderHeader marks a forwarded write's answer from a node that did not
-// lead: nothing was written and the follower may forward it again.
-const notLeaderHeader = "X-Leasehold-Not-Leader"
-
-type readCloser struct{ *bytes.Reader }
-
-func (readCloser) Close() error { return nil }
-
-// serveForwarded answers a write forwarded by a follower. The follower
-// authenticated the client and sends the identity it found; the leader
-// authorizes the request with that identity, as the follower did, and
-// never reads one from the request's headers. A request without an
-// identity is refused.
-func (s *Server) serveForwarded(ctx context.Context, fr *transport.HTTPRequest) *transport.HTTPResponse {
-	ctx = context.WithValue(ctx, forwardedKey{}, fr.From)
-	req, err := http.NewRequestWithContext(ctx, fr.Method, fr.RequestURI, bytes.NewReader(fr.Body))
-	if err != nil {
-		return &transport.HTTPResponse{Status: http.StatusBadRequest, Body: []byte(err.Error())}
-	}
-	req.Header = fr.Header
-	req.Header.Del("Authorization")
-	req.RequestURI = fr.RequestURI
-	rec := &recorder{header: http.Header{}}
-	u := userOf(fr.User)
-	if u == nil {
-		s.writeError(rec, req, apierrors.NewUnauthorized("Unauthorized"))
-		return rec.response()
-	}
-	attrs, err := auth.Attributes(req, u)
-	if err != nil {
-		s.writeError(rec, req, apierrors.NewInternalError(err))
-		return rec.response()
-	}
-	if !s.authorize(rec, req, attrs) {
-		return rec.response()
-	}
-	s.router.ServeHTTP(rec, req.WithContext(auth.WithUser(ctx, u)))
-	return rec.response()
-}
-
-// recorder captures a response for relaying to a follower.
-type recorder struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-
-func (r *recorder) response() *transport.HTTPResponse {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return &transport.HTTPResponse{Status: r.status, Header: r.header, Body: r.body.Bytes()}
-}
-
-func (r *recorder) WriteHeader(code int) {
-	if r.status == 0 {
-		r.status = code
-	}
-}
-
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.status == 0 {
-		r.status = http.StatusOK
-	}
-	return r.body.Write(b)
 }

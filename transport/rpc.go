@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,42 +18,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// HTTPRequest is a client's write, forwarded whole from a follower to the
-// leader so that the leader's answer can be returned unchanged.
-type HTTPRequest struct {
-	Method     string
-	RequestURI string
-	Header     http.Header
-	Body       []byte
-	// From is the forwarding node's name, for logs.
-	From string
-	// User is who the forwarding node authenticated the request as: the
-	// leader authorizes the request with it, as it cannot authenticate a
-	// client certificate it never saw. Only peers reach the leader's RPC
-	// server (with peer mTLS, only authenticated ones), and no header a
-	// client sets is read for it.
-	User *User
-}
-
-// User is an authenticated identity, as Kubernetes' user.Info has it.
-type User struct {
-	Name   string
-	UID    string
-	Groups []string
-	Extra  map[string][]string
-}
-
-// HTTPResponse is the leader's answer to a forwarded request.
-type HTTPResponse struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
 // Handler serves the node-to-node RPCs. Methods are called concurrently.
 type Handler interface {
-	// ForwardHTTP handles a write forwarded by a follower.
-	ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPResponse
+	// Forward answers a request a follower forwarded to the leader. The
+	// bytes are the API layer's: this package neither reads nor writes
+	// them.
+	Forward(ctx context.Context, req []byte) []byte
 	// ReadIndex returns an index such that once the caller has applied it,
 	// its state reflects every write acknowledged before the call.
 	ReadIndex(ctx context.Context, from Asker) (uint64, error)
@@ -107,11 +76,15 @@ var ErrUnsupported = errors.New("the peer's release does not support this call")
 // leader's queue did not take it in time).
 var ErrNotApplied = errors.New("command not written")
 
+// The kinds of RPC. A number is never reused: kind 1 carried a forwarded
+// HTTP request in a shape of this package's, before forwarded requests
+// became the API layer's bytes (kind 5); a peer that sends it is answered
+// "unknown rpc kind".
 const (
-	rpcForward   = 1
 	rpcReadIndex = 2
 	rpcApply     = 3
 	rpcNodeInfo  = 4
+	rpcForward   = 5
 )
 
 // Asker is the node asking for a read index: its Raft server ID and its
@@ -123,8 +96,9 @@ type Asker struct {
 }
 
 type rpcRequest struct {
-	Kind    uint8
-	Forward *HTTPRequest
+	Kind uint8
+	// Request is a forwarded request (rpcForward), opaque here.
+	Request []byte
 	Command []byte
 	Asker   Asker
 	// Timeout is the caller's remaining budget, so the server gives up when
@@ -133,7 +107,8 @@ type rpcRequest struct {
 }
 
 type rpcResponse struct {
-	Forward    *HTTPResponse
+	// Response is the answer to a forwarded request, opaque here.
+	Response   []byte
 	Info       *NodeInfo
 	Index      uint64
 	Result     []byte
@@ -148,17 +123,15 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 	dec := gob.NewDecoder(newFrameLimit(br, maxRequestFrame))
 	enc := gob.NewEncoder(bw)
 	for {
-		req := newRPCRequest()
+		req := &rpcRequest{}
 		if !readRequest(dec, req, c, logger) {
 			return
 		}
-		req.received()
 		ctx, cancel := serverContext(req.Timeout)
 		var resp rpcResponse
 		switch req.Kind {
 		case rpcForward:
-			// received leaves Forward set: an absent request is an empty one.
-			resp.Forward = h.ForwardHTTP(ctx, req.Forward)
+			resp.Response = h.Forward(ctx, req.Request)
 		case rpcReadIndex:
 			idx, err := h.ReadIndex(ctx, req.Asker)
 			resp.Index = idx
@@ -183,33 +156,6 @@ func serveRPC(c net.Conn, h Handler, logger hclog.Logger) {
 		if err := bw.Flush(); err != nil {
 			return
 		}
-	}
-}
-
-// newRPCRequest returns a request to decode a peer's into, its maps
-// made already. A map gob makes itself is sized by the entry count the
-// message claims, which the frame limit does not bound: a request of 364
-// bytes claiming 2^24 headers allocated 1.6 GB. Into a map that exists,
-// gob adds the entries one by one, as far as the message's bytes hold
-// them. received undoes what the peer did not send.
-func newRPCRequest() *rpcRequest {
-	return &rpcRequest{Forward: &HTTPRequest{Header: http.Header{}, User: &User{Extra: map[string][]string{}}}}
-}
-
-// received leaves req as gob would have left a zero rpcRequest, but for
-// what it cannot tell from a request made beforehand: an empty map is nil
-// (gob sends none), an empty identity is none (no authenticator gives
-// one), and an absent forwarded request is an empty one.
-func (req *rpcRequest) received() {
-	f := req.Forward
-	if len(f.Header) == 0 {
-		f.Header = nil
-	}
-	if u := f.User; len(u.Extra) == 0 {
-		u.Extra = nil
-	}
-	if u := f.User; u.Name == "" && u.UID == "" && u.Groups == nil && u.Extra == nil {
-		f.User = nil
 	}
 }
 
@@ -281,17 +227,31 @@ func NewClient(m *Mux) *Client {
 // the connection failed after it was sent.
 var ErrUnknownOutcome = errors.New("peer connection failed after the request was sent")
 
-// Forward sends a write to the peer at addr and returns its answer. An
-// error wrapping ErrUnknownOutcome means the write may have been applied.
-func (cl *Client) Forward(ctx context.Context, addr string, req *HTTPRequest) (*HTTPResponse, error) {
-	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcForward, Forward: req})
+// Forward sends a request to the peer at addr and returns its answer, both
+// the API layer's bytes. An error wrapping ErrUnknownOutcome means the
+// request may have been carried out; one wrapping ErrUnsupported, that the
+// peer's release takes no forwarded requests in this form.
+func (cl *Client) Forward(ctx context.Context, addr string, req []byte) ([]byte, error) {
+	resp, err := cl.call(ctx, addr, &rpcRequest{Kind: rpcForward, Request: req})
 	if err != nil {
+		return nil, err
+	}
+	if err := unsupported(resp.Err); err != nil {
 		return nil, err
 	}
 	if resp.Err != "" {
 		return nil, errors.New(resp.Err)
 	}
-	return resp.Forward, nil
+	return resp.Response, nil
+}
+
+// unsupported is ErrUnsupported when a peer's answer says it does not
+// know the call.
+func unsupported(answer string) error {
+	if strings.HasPrefix(answer, "unknown rpc kind") {
+		return fmt.Errorf("%w: %s", ErrUnsupported, answer)
+	}
+	return nil
 }
 
 // ReadIndex asks the leader at addr for a read index on from's behalf.
@@ -315,8 +275,8 @@ func (cl *Client) NodeInfo(ctx context.Context, addr string) (*NodeInfo, error) 
 	if err != nil {
 		return nil, err
 	}
-	if strings.HasPrefix(resp.Err, "unknown rpc kind") {
-		return nil, fmt.Errorf("%w: %s", ErrUnsupported, resp.Err)
+	if err := unsupported(resp.Err); err != nil {
+		return nil, err
 	}
 	if resp.Err != "" {
 		return nil, errors.New(resp.Err)

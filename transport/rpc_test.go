@@ -2,12 +2,11 @@ package transport
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/gob"
 	"errors"
 	"net"
-	"net/http"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -20,7 +19,7 @@ import (
 
 // fakeHandler answers RPCs with the given functions.
 type fakeHandler struct {
-	forward   func(ctx context.Context, req *HTTPRequest) *HTTPResponse
+	forward   func(ctx context.Context, req []byte) []byte
 	readIndex func(ctx context.Context, from Asker) (uint64, error)
 	apply     func(ctx context.Context, cmd []byte) (uint64, error)
 }
@@ -33,7 +32,7 @@ func (h *fakeHandler) Apply(ctx context.Context, cmd []byte) (uint64, []byte, er
 	return idx, append([]byte("result of "), cmd...), nil
 }
 
-func (h *fakeHandler) ForwardHTTP(ctx context.Context, req *HTTPRequest) *HTTPResponse {
+func (h *fakeHandler) Forward(ctx context.Context, req []byte) []byte {
 	return h.forward(ctx, req)
 }
 
@@ -45,12 +44,12 @@ func (h *fakeHandler) NodeInfo(context.Context) *NodeInfo {
 	return &NodeInfo{Name: "fake", AppliedIndex: 7, Members: []string{"fake", "other"}}
 }
 
-// echoHandler answers a forward with the request's body and a header naming
-// the server, and ReadIndex with idx.
+// echoHandler answers a forward with the server's name, a colon and the
+// request, and ReadIndex with idx.
 func echoHandler(server string, idx uint64) *fakeHandler {
 	return &fakeHandler{
-		forward: func(_ context.Context, req *HTTPRequest) *HTTPResponse {
-			return &HTTPResponse{Status: 200, Header: http.Header{"X-Server": {server}}, Body: req.Body}
+		forward: func(_ context.Context, req []byte) []byte {
+			return append([]byte(server+":"), req...)
 		},
 		readIndex: func(context.Context, Asker) (uint64, error) { return idx, nil },
 	}
@@ -119,15 +118,11 @@ func (m *Mux) openConns() int {
 }
 
 func TestForwardRoundTrip(t *testing.T) {
-	var got *HTTPRequest
+	var got []byte
 	var mu sync.Mutex
-	want := &HTTPResponse{
-		Status: 201,
-		Header: http.Header{"Content-Type": {"application/json"}, "Warning": {"299 - \"a\"", "299 - \"b\""}},
-		Body:   []byte(`{"kind":"Lease"}`),
-	}
+	want := []byte(`{"Status":201,"Body":"a"}`)
 	h := &fakeHandler{
-		forward: func(ctx context.Context, req *HTTPRequest) *HTTPResponse {
+		forward: func(ctx context.Context, req []byte) []byte {
 			if _, ok := ctx.Deadline(); !ok {
 				t.Error("handler context has no deadline")
 			}
@@ -140,24 +135,18 @@ func TestForwardRoundTrip(t *testing.T) {
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	cl := newClient(t)
 
-	req := &HTTPRequest{
-		Method:     "PUT",
-		RequestURI: "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l?dryRun=All",
-		Header:     http.Header{"Content-Type": {"application/vnd.kubernetes.protobuf"}, "X-Multi": {"1", "2"}},
-		Body:       []byte{0, 1, 2, 0xff},
-		From:       "n2",
-	}
+	req := []byte{0, 1, 2, 0xff, '{'}
 	resp, err := cl.Forward(ctxFor(t, 5*time.Second), srv.Addr().String(), req)
 	if err != nil {
 		t.Fatalf("forward: %v", err)
 	}
-	if !reflect.DeepEqual(resp, want) {
-		t.Errorf("response %+v, want %+v", resp, want)
+	if !bytes.Equal(resp, want) {
+		t.Errorf("response %q, want %q", resp, want)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if !reflect.DeepEqual(got, req) {
-		t.Errorf("handler got %+v, want %+v", got, req)
+	if !bytes.Equal(got, req) {
+		t.Errorf("handler got %q, want %q", got, req)
 	}
 }
 
@@ -276,7 +265,7 @@ func TestPooledConnectionReuse(t *testing.T) {
 			if _, err := cl.ReadIndex(ctx, addr, Asker{}); err != nil {
 				t.Fatal(err)
 			}
-		} else if _, err := cl.Forward(ctx, addr, &HTTPRequest{Body: []byte("x")}); err != nil {
+		} else if _, err := cl.Forward(ctx, addr, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -296,7 +285,7 @@ func TestPooledConnectionReuse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 10 {
-				if _, err := cl.Forward(ctx, addr, &HTTPRequest{Body: []byte("y")}); err != nil {
+				if _, err := cl.Forward(ctx, addr, []byte("y")); err != nil {
 					t.Error(err)
 					return
 				}
@@ -328,7 +317,7 @@ func TestRedialAfterServerRestart(t *testing.T) {
 	srv, _ := newServer(t, "127.0.0.1:0", echoHandler("first", 1))
 	addr := srv.Addr().String()
 	cl := newClient(t)
-	if _, err := cl.Forward(ctxFor(t, 5*time.Second), addr, &HTTPRequest{}); err != nil {
+	if _, err := cl.Forward(ctxFor(t, 5*time.Second), addr, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -338,17 +327,17 @@ func TestRedialAfterServerRestart(t *testing.T) {
 		}
 		// While it is down, a call fails without an unknown outcome:
 		// nothing was sent.
-		_, err := cl.Forward(ctxFor(t, 2*time.Second), addr, &HTTPRequest{})
+		_, err := cl.Forward(ctxFor(t, 2*time.Second), addr, nil)
 		if err == nil || errors.Is(err, ErrUnknownOutcome) {
 			t.Fatalf("forward to a stopped server: %v, want a dial error", err)
 		}
 		var accepts *countingListener
 		srv, accepts = newServer(t, addr, echoHandler(name, 1))
-		resp, err := cl.Forward(ctxFor(t, 5*time.Second), addr, &HTTPRequest{})
+		resp, err := cl.Forward(ctxFor(t, 5*time.Second), addr, nil)
 		if err != nil {
 			t.Fatalf("forward after restart %d: %v", i+1, err)
 		}
-		if got := resp.Header.Get("X-Server"); got != name {
+		if got, _, _ := strings.Cut(string(resp), ":"); got != name {
 			t.Errorf("answered by %q, want %q", got, name)
 		}
 		if n := accepts.accepted.Load(); n != 1 {
@@ -440,13 +429,13 @@ func TestUnknownOutcomeWhenServerDropsConnection(t *testing.T) {
 	addr, received := droppingServer(t)
 	cl := newClient(t)
 
-	_, err := cl.Forward(ctxFor(t, 5*time.Second), addr, &HTTPRequest{Method: "POST", Body: []byte("w")})
+	_, err := cl.Forward(ctxFor(t, 5*time.Second), addr, []byte("w"))
 	if !errors.Is(err, ErrUnknownOutcome) {
 		t.Fatalf("forward to a server that dropped the connection: %v, want ErrUnknownOutcome", err)
 	}
 	select {
 	case req := <-received:
-		if req.Kind != rpcForward || req.Forward == nil || req.Forward.Method != "POST" || req.Timeout <= 0 {
+		if req.Kind != rpcForward || string(req.Request) != "w" || req.Timeout <= 0 {
 			t.Errorf("server received %+v", req)
 		}
 	case <-time.After(5 * time.Second):
@@ -467,7 +456,7 @@ func TestUnknownOutcomeWhenServerDropsConnection(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	if _, err := cl.Forward(ctxFor(t, 5*time.Second), dead, &HTTPRequest{}); err == nil || errors.Is(err, ErrUnknownOutcome) {
+	if _, err := cl.Forward(ctxFor(t, 5*time.Second), dead, nil); err == nil || errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("forward to a closed port: %v, want a plain dial error", err)
 	}
 }
@@ -479,9 +468,9 @@ func TestCallGivesUpWithContext(t *testing.T) {
 	// The handler answers only when the test ends: were it to answer when
 	// its own copy of the deadline passes, the answer could beat the
 	// caller's giving up.
-	h := &fakeHandler{forward: func(context.Context, *HTTPRequest) *HTTPResponse {
+	h := &fakeHandler{forward: func(context.Context, []byte) []byte {
 		<-release
-		return &HTTPResponse{Status: 200}
+		return []byte("ok")
 	}}
 	srv, _ := newServer(t, "127.0.0.1:0", h)
 	defer close(release)
@@ -489,7 +478,7 @@ func TestCallGivesUpWithContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := cl.Forward(ctx, srv.Addr().String(), &HTTPRequest{})
+	_, err := cl.Forward(ctx, srv.Addr().String(), nil)
 	if !errors.Is(err, ErrUnknownOutcome) {
 		t.Errorf("forward past the deadline: %v, want ErrUnknownOutcome", err)
 	}
@@ -638,14 +627,14 @@ func raftAddr(addr string) raft.ServerAddress { return raft.ServerAddress(addr) 
 func TestCancelRacingAnswerDoesNotPoisonPool(t *testing.T) {
 	var cancelA atomic.Pointer[context.CancelFunc]
 	h := &fakeHandler{
-		forward: func(_ context.Context, req *HTTPRequest) *HTTPResponse {
-			if string(req.Body) == "a" {
+		forward: func(_ context.Context, req []byte) []byte {
+			if string(req) == "a" {
 				// The caller gives up as the answer is being sent.
 				if c := cancelA.Load(); c != nil {
 					(*c)()
 				}
 			}
-			return &HTTPResponse{Status: 200}
+			return []byte("ok")
 		},
 		readIndex: func(context.Context, Asker) (uint64, error) { return 1, nil },
 	}
@@ -656,10 +645,10 @@ func TestCancelRacingAnswerDoesNotPoisonPool(t *testing.T) {
 	for i := 0; i < 1500 && time.Since(start) < 3*time.Second; i++ {
 		ctxA, cancel := context.WithCancel(context.Background())
 		cancelA.Store(&cancel)
-		_, _ = cl.Forward(ctxA, addr, &HTTPRequest{Body: []byte("a")})
+		_, _ = cl.Forward(ctxA, addr, []byte("a"))
 		cancel()
 		ctxB, cancelB := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := cl.Forward(ctxB, addr, &HTTPRequest{Body: []byte("b")})
+		_, err := cl.Forward(ctxB, addr, []byte("b"))
 		cancelB()
 		if err != nil {
 			t.Fatalf("iteration %d: a call with a live context failed after a cancelled one: %v", i, err)

@@ -27,9 +27,9 @@ type countingHandler struct {
 	calls atomic.Int32
 }
 
-func (h *countingHandler) ForwardHTTP(_ context.Context, req *HTTPRequest) *HTTPResponse {
+func (h *countingHandler) Forward(_ context.Context, req []byte) []byte {
 	h.calls.Add(1)
-	return &HTTPResponse{Status: 200, Body: req.Body}
+	return req
 }
 
 func (h *countingHandler) ReadIndex(context.Context, Asker) (uint64, error) {
@@ -135,7 +135,7 @@ func forwardBytes(t *testing.T) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteByte(connRPC)
-	req := &rpcRequest{Kind: rpcForward, Forward: &HTTPRequest{Method: "DELETE", RequestURI: "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", Body: []byte("{}")}, Timeout: time.Second}
+	req := &rpcRequest{Kind: rpcForward, Request: []byte(`{"Method":"DELETE","RequestURI":"/cluster/members/n3"}`), Timeout: time.Second}
 	if err := gob.NewEncoder(&b).Encode(req); err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestPeerTLSRefusesPlainTCP(t *testing.T) {
 	}
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	var resp rpcResponse
-	if err := gob.NewDecoder(c).Decode(&resp); err != nil || resp.Forward == nil || h.calls.Load() != 1 {
+	if err := gob.NewDecoder(c).Decode(&resp); err != nil || resp.Response == nil || h.calls.Load() != 1 {
 		t.Fatalf("plain mux: %v, %+v, %d calls", err, resp, h.calls.Load())
 	}
 }
@@ -281,7 +281,7 @@ func TestPeerTLSRefusesBadClientCertificates(t *testing.T) {
 	// A node whose certificate is refused learns it when dialling: nothing
 	// was sent, the outcome is not unknown.
 	cl, _ := tlsClient(t, peerFiles(ca, ca.Issue(t, "intruder", nil)), nil)
-	_, err := cl.Forward(ctxFor(t, 5*time.Second), addr, &HTTPRequest{})
+	_, err := cl.Forward(ctxFor(t, 5*time.Second), addr, nil)
 	if err == nil || errors.Is(err, ErrUnknownOutcome) || !strings.Contains(err.Error(), "dial peer") {
 		t.Errorf("Forward with a refused certificate: %v, want a dial error", err)
 	}
@@ -355,8 +355,8 @@ func TestPeerTLSRoundTrip(t *testing.T) {
 		if idx, err := cl.ReadIndex(ctx, addr, Asker{ID: "n2"}); err != nil || idx != 42 {
 			t.Fatalf("ReadIndex: %d, %v", idx, err)
 		}
-		resp, err := cl.Forward(ctx, addr, &HTTPRequest{Method: "PUT", Body: []byte("body")})
-		if err != nil || resp.Status != 200 || string(resp.Body) != "body" {
+		resp, err := cl.Forward(ctx, addr, []byte("body"))
+		if err != nil || string(resp) != "body" {
 			t.Fatalf("Forward: %+v, %v", resp, err)
 		}
 		idx, res, err := cl.Apply(ctx, addr, []byte("cmd"))
