@@ -9,6 +9,14 @@
 #   RESULTS=DIR scripts/bench.sh            keep the JSON results in DIR (the TLS profile's in DIR/tls)
 #   TLS=0 scripts/bench.sh                  without the TLS profile (about 11 minutes less)
 #   TLS=only scripts/bench.sh               the TLS profile alone (about 11 minutes)
+#   HISTORY= scripts/bench.sh               without appending to docs/bench-history.csv
+#
+# Each part's medians are appended to docs/bench-history.csv (HISTORY=FILE:
+# to FILE instead, relative to the repository's root), one row per
+# workload (leasebench history): the date, the commit the binaries were
+# built from (with -dirty if tracked files outside docs/ had changes), the
+# profile ("plain 5s x3", "tls 5s x6"; "unpinned" with TLS_PIN=0) and the
+# figures.
 #
 # leasehold runs on API ports 27001-27003 and peer ports 28001-28003; etcd
 # (Debian's etcd-server, installed if etcd is not on PATH) on client ports
@@ -81,6 +89,18 @@ open_cluster() {
 ON_SERVERS=()
 ON_CLIENT=()
 ETCD_DATA=$(mktemp -d)
+# The history: where each part's medians are appended, and the commit
+# the binaries are built from (-dirty: with changes to tracked files
+# outside docs/; empty outside a git checkout).
+HISTORY=${HISTORY-docs/bench-history.csv}
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || true)
+if [[ -n $COMMIT ]] && ! git diff --quiet HEAD -- . ':(exclude)docs' 2>/dev/null; then COMMIT+=-dirty; fi
+# record_history PROFILE RESULT.json...: their rows in HISTORY; a failure
+# to write them is reported, and the run goes on.
+record_history() {
+	[[ -z $HISTORY ]] || bin/leasebench history --out "$HISTORY" --commit "$COMMIT" --profile "$1" "${@:2}" ||
+		echo "scripts/bench.sh: these results are not in $HISTORY" >&2
+}
 KEEP_RESULTS=${RESULTS:+yes}
 RESULTS=${RESULTS:-$(mktemp -d)}
 mkdir -p "$RESULTS"
@@ -244,6 +264,7 @@ TARGETS=(leasehold-etcd etcd)
 compare renew etcd-api-64-clients --clients 64
 echo
 bin/leasebench compare "$RESULTS"/*.json
+record_history "plain $DURATION x$ROUNDS" "$RESULTS"/*.json
 [[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"
 
 # The rest is leasehold's alone: etcd stops, or its periodic compaction
@@ -271,6 +292,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 echo
 bin/leasebench fanout "${FANOUT[@]}"
+record_history "plain $DURATION x$ROUNDS" "${FANOUT[@]}"
 
 # Scale: memory and restart with many Leases stored, on the same cluster.
 SCALE_LEASES=${SCALE_LEASES:-100000}
@@ -374,11 +396,13 @@ ROUNDS=$TLS_ROUNDS
 echo "== over TLS: renew and get at 64 clients, $ROUNDS rounds of $DURATION each, alternately"
 cluster clean >/dev/null
 cores=$(nproc)
+TLS_PROFILE="tls $DURATION x$ROUNDS"
 if ((TLS_PIN && cores >= 2)) && command -v taskset >/dev/null; then
 	ON_SERVERS=(taskset -c "0-$((cores - 2))")
 	ON_CLIENT=(taskset -c "$((cores - 1))")
 	echo "   the clusters on cores 0-$((cores - 2)), the load generator on core $((cores - 1))"
 else
+	TLS_PROFILE+=" unpinned"
 	echo "   the clusters and the load generator share the $cores cores"
 fi
 started=$(SECURE=1 LEASEHOLD_BIN=bin/leasehold cluster start)
@@ -460,4 +484,5 @@ stop_etcd
 open_cluster clean >/dev/null
 echo
 bin/leasebench tls "$OUT"/plain/*.json "$OUT"/*.json
+record_history "$TLS_PROFILE" "$OUT"/plain/*.json "$OUT"/*.json
 [[ -z $KEEP_RESULTS ]] || echo "results in $RESULTS"

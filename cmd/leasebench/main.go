@@ -7,6 +7,7 @@
 //	leasebench fanout RESULT.json...
 //	leasebench machine [--dir DIR] [--n N]
 //	leasebench tls RESULT.json...
+//	leasebench history [--out FILE] [--date D] [--commit C] [--profile P] RESULT.json...
 //	leasebench cert --ca-cert CA.crt --ca-key CA.key --cn NAME --out PREFIX
 //
 // renew: C clients each own a disjoint set of the K Leases and renew them
@@ -22,8 +23,10 @@
 // transactions kube-apiserver would send for them (see etcd.go); compare
 // prints medians and ratios of such paired runs (see compare.go), fanout
 // the medians of watch fan-out runs against runs without watchers (see
-// fanout.go). machine measures what bounds one sequential client on this
-// machine: fdatasync and a round trip between processes (see machine.go).
+// fanout.go); history appends the same medians to a CSV file, one row per
+// workload (see history.go). machine measures what bounds one sequential
+// client on this machine: fdatasync and a round trip between processes
+// (see machine.go).
 //
 // --cacert, --cert and --key make it a TLS client of either target:
 // leasehold's https:// endpoints in HTTP/2 with a client certificate, as
@@ -100,6 +103,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "tls" {
 		os.Exit(tlsCompareMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "history" {
+		os.Exit(historyMain(os.Args[2:]))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "cert" {
 		os.Exit(certMain(os.Args[2:]))
 	}
@@ -141,7 +147,7 @@ func main() {
 	fs.BoolVar(&cfg.sharedConn, "shared-connection", false, "TLS (HTTP/2): every client multiplexed on one connection per node, as the goroutines of one client-go process are; by default each client has a connection of its own to each node it talks to, as separate processes (kubelets) have and as the plaintext runs' HTTP/1.1 pool gives")
 	fs.BoolVar(&cfg.http1, "http1", false, "TLS: HTTP/1.1 instead of HTTP/2 (as client-go with DISABLE_HTTP2 set), to tell what TLS costs from what HTTP/2 does")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench summary RESULT.json...\n       leasebench tls RESULT.json...\n       leasebench machine [--dir DIR] [--n N]\n       leasebench cert --ca-cert CA.crt --ca-key CA.key --cn NAME --out PREFIX")
+		fmt.Fprintln(fs.Output(), "usage: leasebench [flags] renew|get|get0|watch|mixed\n       leasebench compare RESULT.json...\n       leasebench fanout RESULT.json...\n       leasebench summary RESULT.json...\n       leasebench tls RESULT.json...\n       leasebench history [--out FILE] [--date D] [--commit C] [--profile P] RESULT.json...\n       leasebench machine [--dir DIR] [--n N]\n       leasebench cert --ca-cert CA.crt --ca-key CA.key --cn NAME --out PREFIX")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(os.Args[1:]); err != nil {
