@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -128,7 +127,7 @@ func TestChaos(t *testing.T) {
 	// Everything healed: all nodes up and ready.
 	c.heal()
 	for _, n := range c.nodes {
-		if !n.running() {
+		if !n.Running() {
 			c.start(n)
 		}
 		if err := c.waitReady(n, 60*time.Second); err != nil {
@@ -322,5 +321,3 @@ func dumpHistory(dir string, ops []*op) error {
 	}
 	return os.WriteFile(filepath.Join(dir, "history.txt"), []byte(b.String()), 0o644)
 }
-
-var _ = syscall.SIGKILL

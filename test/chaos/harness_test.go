@@ -19,17 +19,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -38,64 +32,25 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/leasehold/leasehold/internal/testpki"
+	"github.com/leasehold/leasehold/test/harness"
 )
 
-var binPath string
+// bins holds the leasehold binary, built once for the run.
+var bins harness.Binaries
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos: go env GOMOD:", err)
-		return 1
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	tmp, err := os.MkdirTemp("", "leasehold-chaos-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "chaos:", err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	binPath = filepath.Join(tmp, "leasehold")
-	build := exec.Command("go", "build", "-o", binPath, "./cmd/leasehold")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "chaos: go build ./cmd/leasehold: %v\n%s", err, b)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(harness.Main(m, &bins, "leasehold")) }
 
 // node is one leasehold member.
 type node struct {
-	idx      int
-	name     string
-	apiAddr  string
-	peerAddr string
-	dataDir  string
-	logPath  string
-	args     []string
-	env      []string
-
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	done   chan struct{}
-	paused bool
-}
-
-func (n *node) running() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.done:
-		return false
-	default:
-		return true
-	}
+	harness.Node // its latest process
+	idx          int
+	name         string
+	apiAddr      string
+	peerAddr     string
+	dataDir      string
+	logPath      string
+	args         []string
+	env          []string
 }
 
 // cluster is three nodes plus six proxies, one per directed edge.
@@ -110,36 +65,9 @@ type cluster struct {
 	toxics map[[2]int][]string // names of the toxics present per proxy
 }
 
-// freePorts picks n distinct loopback ports that can be listened on now,
-// at random in 20000–32000: below Linux's ephemeral ports (32768 and up),
-// so that no outgoing connection (the proxies open many) takes one as its
-// source port between the pick and the node's listen, or while a killed
-// node is down. A run with ports of :0, ephemeral ones, failed once that
-// way.
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 10000 {
-			t.Fatal("no free loopback ports in 20000–32000")
-		}
-		p := 20000 + rand.IntN(12000)
-		if slices.Contains(ports, p) {
-			continue
-		}
-		ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		ports = append(ports, p)
-	}
-	return ports
-}
-
 func newCluster(t *testing.T) *cluster {
 	c := &cluster{t: t, dir: t.TempDir(), proxies: map[[2]int]*toxiproxy.Proxy{}, toxics: map[[2]int][]string{}}
-	ports := freePorts(t, 6)
+	ports := harness.FreePorts(t, 6)
 	var initial []string
 	for i := range 3 {
 		n := &node{
@@ -204,82 +132,32 @@ func newCluster(t *testing.T) *cluster {
 	return c
 }
 
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "LEASEHOLD_") {
-			env = append(env, kv)
-		}
-	}
-	return append(env, extra...)
-}
-
 func (c *cluster) start(n *node) {
-	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	_, err := n.Start(harness.Command{
+		Bin:  bins.Path("leasehold"),
+		Args: n.args,
+		Env:  harness.CleanEnv(n.env...),
+		Dir:  c.dir,
+		Log:  n.logPath,
+	})
 	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "=== %s chaos: starting %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(n.args, " "))
-	cmd := exec.Command(binPath, n.args...)
-	cmd.Dir = c.dir
-	cmd.Env = cleanEnv(n.env...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", n.name, err)
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	n.mu.Lock()
-	n.cmd, n.done, n.paused = cmd, done, false
-	n.mu.Unlock()
-}
-
-// signal sends sig to the node's process group (its recorded pid only).
-func (c *cluster) signal(n *node, sig syscall.Signal) error {
-	n.mu.Lock()
-	cmd := n.cmd
-	n.mu.Unlock()
-	if cmd == nil {
-		return fmt.Errorf("%s never started", n.name)
-	}
-	return syscall.Kill(-cmd.Process.Pid, sig)
 }
 
 func (c *cluster) kill(n *node) {
-	if !n.running() {
-		return
-	}
-	_ = c.signal(n, syscall.SIGKILL)
-	n.mu.Lock()
-	done := n.done
-	n.mu.Unlock()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		c.t.Errorf("%s not gone 10s after SIGKILL", n.name)
+	if err := n.Process().Kill(); err != nil {
+		c.t.Errorf("%s: %v", n.name, err)
 	}
 }
 
-func (c *cluster) pause(n *node) {
-	_ = c.signal(n, syscall.SIGSTOP)
-	n.mu.Lock()
-	n.paused = true
-	n.mu.Unlock()
-}
-
-func (c *cluster) resume(n *node) {
-	_ = c.signal(n, syscall.SIGCONT)
-	n.mu.Lock()
-	n.paused = false
-	n.mu.Unlock()
-}
+func (c *cluster) pause(n *node)  { _ = n.Process().Pause() }
+func (c *cluster) resume(n *node) { _ = n.Process().Resume() }
 
 func (c *cluster) cleanup() {
 	for _, n := range c.nodes {
-		if n.running() {
-			_ = c.signal(n, syscall.SIGCONT)
+		if n.Running() {
+			c.resume(n)
 			c.kill(n)
 		}
 	}
@@ -288,89 +166,37 @@ func (c *cluster) cleanup() {
 	}
 	if c.t.Failed() {
 		for _, n := range c.nodes {
-			c.t.Logf("--- last lines of %s (%s):\n%s", n.name, n.logPath, tail(n.logPath, 40))
+			c.t.Logf("--- last lines of %s (%s):\n%s", n.name, n.logPath, harness.Tail(n.logPath, 40))
 		}
 	}
-}
-
-func tail(path string, k int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > k {
-		lines = lines[len(lines)-k:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 var hc = &http.Client{Timeout: 2 * time.Second}
 
 func (c *cluster) waitReady(n *node, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		resp, err := hc.Get("http://" + n.apiAddr + "/readyz")
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %v; log:\n%s", n.name, timeout, tail(n.logPath, 30))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-type status struct {
-	State        string `json:"state"`
-	Term         uint64 `json:"term"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	CommitIndex  uint64 `json:"commitIndex"`
-}
-
-func getStatus(n *node) (status, error) {
-	var st status
-	resp, err := hc.Get("http://" + n.apiAddr + "/cluster/status")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
-		return st, fmt.Errorf("status %s", resp.Status)
-	}
-	return st, json.NewDecoder(resp.Body).Decode(&st)
-}
-
-// leader returns the running, unpaused node reporting itself leader with the
-// highest term, or nil.
-func (c *cluster) leader() *node {
-	var best *node
-	var term uint64
-	for _, n := range c.nodes {
-		if !n.running() {
-			continue
-		}
-		st, err := getStatus(n)
-		if err == nil && st.State == "leader" && (best == nil || st.Term > term) {
-			best, term = n, st.Term
-		}
-	}
-	return best
-}
-
-func (c *cluster) waitLeader(timeout time.Duration) *node {
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		if l := c.leader(); l != nil {
-			return l
-		}
-		time.Sleep(100 * time.Millisecond)
+	if _, err := harness.WaitReady(hc, "http://"+n.apiAddr, n.Process(), timeout); err != nil {
+		return fmt.Errorf("%s %v; log:\n%s", n.name, err, harness.Tail(n.logPath, 30))
 	}
 	return nil
+}
+
+func getStatus(n *node) (harness.Status, error) {
+	return harness.ClusterStatus(hc, "http://"+n.apiAddr)
+}
+
+// runningStatus is getStatus of a running node.
+func runningStatus(n *node) (harness.Status, error) {
+	if !n.Running() {
+		return harness.Status{}, fmt.Errorf("%s is not running", n.name)
+	}
+	return getStatus(n)
+}
+
+// waitLeader returns the running, unpaused node reporting itself leader with
+// the highest term, polling until timeout; nil when there is none.
+func (c *cluster) waitLeader(timeout time.Duration) *node {
+	l, _ := harness.WaitLeader(c.nodes, runningStatus, timeout)
+	return l
 }
 
 // ------------------------------------------------------------ network faults

@@ -11,13 +11,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	coordv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // runBinary runs the binary to completion (bounded) and returns its exit
@@ -26,7 +27,7 @@ func runBinary(t *testing.T, env []string, args ...string) (int, string, string)
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, args...)
+	cmd := exec.CommandContext(ctx, bins.Path("leasehold"), args...)
 	cmd.Dir = t.TempDir()
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
@@ -61,7 +62,7 @@ func assertUsageError(t *testing.T, code int, stderr string, mention ...string) 
 }
 
 func TestCLIHelpListsEveryFlag(t *testing.T) {
-	code, stdout, stderr := runBinary(t, cleanEnv(), "--help")
+	code, stdout, stderr := runBinary(t, harness.CleanEnv(), "--help")
 	if code != 0 {
 		t.Fatalf("--help: exit status %d, want 0 (stderr %q)", code, stderr)
 	}
@@ -81,17 +82,17 @@ func TestCLIHelpListsEveryFlag(t *testing.T) {
 }
 
 func TestCLIUnknownFlagExits2(t *testing.T) {
-	code, _, stderr := runBinary(t, cleanEnv(), "--no-such-flag", "x")
+	code, _, stderr := runBinary(t, harness.CleanEnv(), "--no-such-flag", "x")
 	assertUsageError(t, code, stderr, "no-such-flag")
 }
 
 func TestCLIURLAsAPIAddrExits2(t *testing.T) {
-	code, _, stderr := runBinary(t, cleanEnv(), "--api-addr", "http://x")
+	code, _, stderr := runBinary(t, harness.CleanEnv(), "--api-addr", "http://x")
 	assertUsageError(t, code, stderr, "--api-addr")
 }
 
 func TestCLIBadEnvValueExits2(t *testing.T) {
-	code, _, stderr := runBinary(t, cleanEnv("LEASEHOLD_API_ADDR=http://x"))
+	code, _, stderr := runBinary(t, harness.CleanEnv("LEASEHOLD_API_ADDR=http://x"))
 	assertUsageError(t, code, stderr, "LEASEHOLD_API_ADDR")
 }
 
@@ -100,44 +101,26 @@ func TestCLIBadEnvValueExits2(t *testing.T) {
 // 10 s) and prints its log when the test failed.
 type singleNode struct {
 	t       *testing.T
-	cmd     *exec.Cmd
-	done    chan struct{}
+	proc    *harness.Process
 	logPath string
 }
 
 func startSingle(t *testing.T, dir string, env []string, args ...string) *singleNode {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), "node.log")
-	logf, err := os.Create(logPath)
+	p, err := harness.Start(harness.Command{Bin: bins.Path("leasehold"), Args: args, Env: env, Dir: dir, Log: logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
-	cmd := exec.Command(binPath, args...)
-	cmd.Dir = dir
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	s := &singleNode{t: t, cmd: cmd, done: make(chan struct{}), logPath: logPath}
-	go func() {
-		_ = cmd.Wait()
-		close(s.done)
-	}()
 	t.Cleanup(func() {
-		select {
-		case <-s.done:
-		default:
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-s.done
+		if err := p.Kill(); err != nil {
+			t.Error(err)
 		}
 		if t.Failed() {
-			t.Logf("--- node log:\n%s", tailFile(logPath, 40))
+			t.Logf("--- node log:\n%s", harness.Tail(logPath, 40))
 		}
 	})
-	return s
+	return &singleNode{t: t, proc: p, logPath: logPath}
 }
 
 // waitReady polls /readyz on addr until 200 (bounded); it fails if the
@@ -145,7 +128,7 @@ func startSingle(t *testing.T, dir string, env []string, args ...string) *single
 func (s *singleNode) waitReady(addr string) {
 	s.t.Helper()
 	if !s.waitReadyOrExit(addr) {
-		s.t.Fatalf("node exited (%s) before %s was ready", s.cmd.ProcessState, addr)
+		s.t.Fatalf("node exited (%s) before %s was ready", s.proc.Status(), addr)
 	}
 }
 
@@ -153,34 +136,24 @@ func (s *singleNode) waitReady(addr string) {
 // before it was ready.
 func (s *singleNode) waitReadyOrExit(addr string) bool {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		code, body, err := getReady(addr)
-		if err == nil && code == http.StatusOK {
-			return true
-		}
-		select {
-		case <-s.done:
-			return false
-		default:
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("%s not ready after 30s: %d %s %v", addr, code, body, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	base, c := apiURL(addr)
+	_, err := harness.WaitReady(c, base, s.proc, 30*time.Second)
+	if errors.Is(err, harness.ErrExited) {
+		return false
 	}
+	if err != nil {
+		s.t.Fatalf("%s %v", addr, err)
+	}
+	return true
 }
 
 // stop sends SIGTERM and expects exit status 0 within 10 s.
 func (s *singleNode) stop() {
 	s.t.Helper()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(10 * time.Second):
-		s.t.Fatalf("node did not exit within 10s of SIGTERM")
+	if _, err := s.proc.Stop(10 * time.Second); err != nil {
+		s.t.Fatalf("node: %v", err)
 	}
-	if code := s.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := s.proc.State().ExitCode(); code != 0 {
 		s.t.Errorf("exit status %d after SIGTERM, want 0", code)
 	}
 }
@@ -221,13 +194,13 @@ func assertNotListening(t *testing.T, addr string) {
 }
 
 func TestCLIEnvAPIAddrAndFlagWins(t *testing.T) {
-	ports := freePorts(t, 4)
+	ports := harness.FreePorts(t, 4)
 	envAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	flagAddr := fmt.Sprintf("127.0.0.1:%d", ports[1])
 
 	t.Run("env", func(t *testing.T) {
 		dir := t.TempDir()
-		env := cleanEnv("LEASEHOLD_API_ADDR="+envAddr, "LEASEHOLD_NO_SUCH_SETTING=ignored")
+		env := harness.CleanEnv("LEASEHOLD_API_ADDR="+envAddr, "LEASEHOLD_NO_SUCH_SETTING=ignored")
 		n := startSingle(t, dir, env,
 			"--name", "envnode", "--data-dir", filepath.Join(dir, "data"),
 			"--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[2]))
@@ -242,7 +215,7 @@ func TestCLIEnvAPIAddrAndFlagWins(t *testing.T) {
 
 	t.Run("flag wins", func(t *testing.T) {
 		dir := t.TempDir()
-		env := cleanEnv("LEASEHOLD_API_ADDR=" + envAddr)
+		env := harness.CleanEnv("LEASEHOLD_API_ADDR=" + envAddr)
 		n := startSingle(t, dir, env,
 			"--name", "flagnode", "--data-dir", filepath.Join(dir, "data"),
 			"--api-addr", flagAddr,
@@ -265,18 +238,18 @@ func TestCLINoFlagsServesOnDefaults(t *testing.T) {
 	const api, peer = 7001, 8001
 	var taken []int
 	for _, p := range []int{api, peer} {
-		if !portFree(p) {
+		if !harness.PortFree(p) {
 			taken = append(taken, p)
 		}
 	}
 	if len(taken) > 0 {
 		// The node names the first it tries; with both taken, either.
-		n := startSingle(t, t.TempDir(), cleanEnv())
+		n := startSingle(t, t.TempDir(), harness.CleanEnv())
 		expectRefusedDefault(t, n, taken...)
 		return
 	}
 	dir := t.TempDir()
-	n := startSingle(t, dir, cleanEnv())
+	n := startSingle(t, dir, harness.CleanEnv())
 	addr := fmt.Sprintf("127.0.0.1:%d", api)
 	if !n.waitReadyOrExit(addr) {
 		// Another process took a default port between the check above and
@@ -303,20 +276,20 @@ func TestCLINoFlagsServesOnDefaults(t *testing.T) {
 func expectRefusedDefault(t *testing.T, n *singleNode, ports ...int) {
 	t.Helper()
 	select {
-	case <-n.done:
+	case <-n.proc.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("node with no flags still running 30s after start although a default port (%v) is taken", ports)
 	}
-	if n.cmd.ProcessState.Success() {
+	if n.proc.State().Success() {
 		t.Fatalf("node with no flags exited with status 0 although a default port (%v) is taken", ports)
 	}
-	log := tailFile(n.logPath, 40)
+	log := harness.Tail(n.logPath, 40)
 	for _, p := range ports {
 		if strings.Contains(log, fmt.Sprintf("127.0.0.1:%d", p)) && strings.Contains(log, "address already in use") {
 			return
 		}
 	}
-	t.Fatalf("node with no flags exited (%s) without naming a taken default address %v:\n%s", n.cmd.ProcessState, ports, log)
+	t.Fatalf("node with no flags exited (%s) without naming a taken default address %v:\n%s", n.proc.State(), ports, log)
 }
 
 // Unless GOGC says otherwise, a node collects garbage once its heap has
@@ -335,10 +308,10 @@ func TestGCPercentDefaultAndGOGC(t *testing.T) {
 		{"GOGC set", []string{"GOGC=120"}, func(p, _ float64) bool { return p == 120 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ports := freePorts(t, 2)
+			ports := harness.FreePorts(t, 2)
 			dir := t.TempDir()
 			var env []string
-			for _, kv := range cleanEnv() {
+			for _, kv := range harness.CleanEnv() {
 				if !strings.HasPrefix(kv, "GOGC=") { // not the developer's own
 					env = append(env, kv)
 				}

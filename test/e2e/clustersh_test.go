@@ -23,6 +23,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // clusterSh runs scripts/cluster.sh with its environment.
@@ -168,7 +170,7 @@ func freePortBase(t *testing.T) (api, peer int) {
 		base := 20000 + rand.IntN(12000)
 		ok := true
 		for _, p := range []int{base + 1, base + 2, base + 3, base + 11, base + 12, base + 13} {
-			if !portFree(p) {
+			if !harness.PortFree(p) {
 				ok = false
 				break
 			}
@@ -189,17 +191,17 @@ func TestClusterScript(t *testing.T) {
 	data := filepath.Join(t.TempDir(), "cluster")
 	c := &clusterSh{
 		t:        t,
-		script:   filepath.Join(repoRoot, "scripts", "cluster.sh"),
+		script:   filepath.Join(bins.Root, "scripts", "cluster.sh"),
 		workDir:  t.TempDir(),
 		data:     data,
 		apiBase:  apiBase,
 		peerBase: peerBase,
 		pids:     map[int]bool{},
-		env: cleanEnv(
+		env: harness.CleanEnv(
 			"LEASEHOLD_DATA="+data,
 			"API_PORT_BASE="+strconv.Itoa(apiBase),
 			"PEER_PORT_BASE="+strconv.Itoa(peerBase),
-			"LEASEHOLD_BIN="+binPath,
+			"LEASEHOLD_BIN="+bins.Path("leasehold"),
 			"READY_TIMEOUT=30",
 			"STOP_TIMEOUT=15",
 		),
@@ -228,7 +230,7 @@ func TestClusterScript(t *testing.T) {
 		}
 		if t.Failed() {
 			for _, n := range clusterNames {
-				t.Logf("--- last lines of %s:\n%s", n, tailFile(filepath.Join(data, n, n+".log"), 30))
+				t.Logf("--- last lines of %s:\n%s", n, harness.Tail(filepath.Join(data, n, n+".log"), 30))
 			}
 		}
 	})

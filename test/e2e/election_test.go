@@ -111,7 +111,7 @@ func (s *procSim) client() kubernetes.Interface {
 	for range s.pc.nodes {
 		n := s.pc.nodes[s.next%len(s.pc.nodes)]
 		s.next++
-		if n.running() {
+		if n.Running() {
 			return n.jsonClient
 		}
 	}
@@ -193,7 +193,7 @@ func getLease(ctx context.Context, t *testing.T, pc *procCluster, ns, name strin
 	var lastErr error
 	for i := 0; i < 50; i++ {
 		for _, n := range pc.nodes {
-			if !n.running() {
+			if !n.Running() {
 				continue
 			}
 			l, err := n.jsonClient.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
@@ -214,7 +214,7 @@ func waitHolder(ctx context.Context, t *testing.T, pc *procCluster, ns, name, ho
 	last := "no lease yet"
 	for time.Now().Before(deadline) {
 		for _, n := range pc.nodes {
-			if !n.running() {
+			if !n.Running() {
 				continue
 			}
 			l, err := n.jsonClient.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/leasehold/leasehold/internal/testpki"
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // TestEtcdAPI: the real binary with --etcd-addr and TLS. The etcd port
@@ -41,7 +42,7 @@ func TestEtcdAPI(t *testing.T) {
 			ForceAttemptHTTP2: true,
 		}},
 	}
-	ports := freePorts(t, len(clusterNames))
+	ports := harness.FreePorts(t, len(clusterNames))
 	etcdAddr := map[string]string{}
 	var endpoints []string
 	for i, name := range clusterNames {

@@ -7,146 +7,30 @@ package e2e
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/leasehold/leasehold/test/harness"
 )
 
-// binPath is the leasehold binary built once by TestMain (leaseholdctl
-// beside it); repoRoot is the
-// directory holding go.mod.
-var binPath, repoRoot string
+// bins holds leasehold and leaseholdctl, built once by TestMain, and the
+// repository root.
+var bins harness.Binaries
 
 func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	root, err := findRepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	repoRoot = root
-	tmp, err := os.MkdirTemp("", "leasehold-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
-	}
-	defer os.RemoveAll(tmp)
-	binPath = filepath.Join(tmp, "leasehold")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	// leaseholdctl beside it: scripts/cluster.sh makes its certificates
-	// with the leaseholdctl next to the leasehold it runs.
-	for _, cmd := range []string{"leasehold", "leaseholdctl"} {
-		build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(tmp, cmd), "./cmd/"+cmd)
-		build.Dir = repoRoot
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/%s in %s: %v\n%s", cmd, repoRoot, err, out)
-			return 1
-		}
-	}
-	return m.Run()
-}
-
-// findRepoRoot walks up from the working directory to go.mod, falling back
-// to `go env GOMOD`.
-func findRepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			return d, nil
-		}
-		if filepath.Dir(d) == d {
-			break
-		}
-	}
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", fmt.Errorf("no go.mod above %s and go env GOMOD failed: %v", dir, err)
-	}
-	gomod := strings.TrimSpace(string(out))
-	if gomod == "" || gomod == os.DevNull {
-		return "", fmt.Errorf("no go.mod above %s", dir)
-	}
-	return filepath.Dir(gomod), nil
-}
-
-// cleanEnv is the test's environment without any LEASEHOLD_* variable, so
-// that a developer's settings do not leak into the nodes; extra is appended.
-func cleanEnv(extra ...string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "LEASEHOLD_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, extra...)
-}
-
-// freePorts picks n distinct loopback ports that can be listened on now,
-// at random in 20000–32000: below Linux's ephemeral ports (32768 and up),
-// so that no outgoing connection takes one as its source port between the
-// pick and the node's listen, or while a killed node is down. (Ports of :0
-// are ephemeral ones: a chaos run failed once when its node's port was
-// taken between the two.)
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 10000 {
-			t.Fatal("no free loopback ports in 20000–32000")
-		}
-		p := 20000 + rand.IntN(12000)
-		if !slices.Contains(ports, p) && portFree(p) {
-			ports = append(ports, p)
-		}
-	}
-	return ports
-}
-
-// portFree reports whether 127.0.0.1:port can be listened on right now.
-func portFree(port int) bool {
-	ln, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return false
-	}
-	ln.Close()
-	return true
-}
-
-// tailFile returns the last n lines of path.
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", path, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	// leaseholdctl beside leasehold: scripts/cluster.sh makes its
+	// certificates with the leaseholdctl next to the leasehold it runs.
+	os.Exit(harness.Main(m, &bins, "leasehold", "leaseholdctl"))
 }
 
 // httpc is for health and status requests: short, bounded.
@@ -172,52 +56,16 @@ func apiURL(apiAddr string) (string, *http.Client) {
 	return "http://" + apiAddr, httpc
 }
 
-// clusterStatus is GET /cluster/status as docs/cli.md describes it.
-type clusterStatus struct {
-	Name   string `json:"name"`
-	State  string `json:"state"`
-	Leader *struct {
-		Name     string `json:"name"`
-		PeerAddr string `json:"peerAddr"`
-	} `json:"leader"`
-	Term         uint64 `json:"term"`
-	CommitIndex  uint64 `json:"commitIndex"`
-	AppliedIndex uint64 `json:"appliedIndex"`
-	Members      []struct {
-		Name     string `json:"name"`
-		PeerAddr string `json:"peerAddr"`
-		Suffrage string `json:"suffrage"`
-	} `json:"members"`
-}
-
-func getStatus(apiAddr string) (clusterStatus, error) {
-	var st clusterStatus
+// getStatus is the /cluster/status of the node at apiAddr.
+func getStatus(apiAddr string) (harness.Status, error) {
 	base, c := apiURL(apiAddr)
-	resp, err := c.Get(base + "/cluster/status")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /cluster/status: %s: %s", resp.Status, strings.TrimSpace(string(body)))
-	}
-	if err := json.Unmarshal(body, &st); err != nil {
-		return st, fmt.Errorf("GET /cluster/status: %v: %s", err, body)
-	}
-	return st, nil
+	return harness.ClusterStatus(c, base)
 }
 
 // getReady returns the /readyz status code and body.
 func getReady(apiAddr string) (int, string, error) {
 	base, c := apiURL(apiAddr)
-	resp, err := c.Get(base + "/readyz")
-	if err != nil {
-		return 0, "", err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, strings.TrimSpace(string(body)), nil
+	return harness.Readyz(c, base)
 }
 
 // clientConfig is a client-go configuration for the API at apiAddr, in
@@ -244,52 +92,20 @@ func clientConfig(apiAddr string, protobuf bool) *rest.Config {
 
 // ---------------------------------------------------------------- processes
 
-// proc is one run of the binary.
-type proc struct {
-	cmd     *exec.Cmd
-	started time.Time
-	done    chan struct{} // closed when the process has exited and was reaped
-	state   *os.ProcessState
-	waitErr error
-}
-
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // procNode is one member of a procCluster.
 type procNode struct {
-	name     string
-	apiAddr  string
-	peerAddr string
-	dataDir  string
-	logPath  string
-	args     []string
-	// bin is the binary the node runs; binPath when empty.
+	harness.Node // its latest process
+	name         string
+	apiAddr      string
+	peerAddr     string
+	dataDir      string
+	logPath      string
+	args         []string
+	// bin is the binary the node runs; leasehold of bins when empty.
 	bin string
 
 	protoClient kubernetes.Interface
 	jsonClient  kubernetes.Interface
-
-	mu   sync.Mutex
-	proc *proc // current or last run
-}
-
-func (n *procNode) current() *proc {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.proc
-}
-
-// running reports whether the node's process is alive.
-func (n *procNode) running() bool {
-	p := n.current()
-	return p != nil && !p.exited()
 }
 
 // procCluster runs three leasehold processes, n1..n3, bootstrapped together.
@@ -330,7 +146,7 @@ func newProcClusterEach(t *testing.T, bin string, creds *apiCredentials, perNode
 	t.Helper()
 	dir := t.TempDir()
 	pc := &procCluster{t: t, dir: dir}
-	ports := freePorts(t, 2*len(clusterNames))
+	ports := harness.FreePorts(t, 2*len(clusterNames))
 	var initial []string
 	for i, name := range clusterNames {
 		n := &procNode{
@@ -393,38 +209,14 @@ func (pc *procCluster) node(name string) *procNode {
 // group, stdout and stderr appended to its log file.
 func (pc *procCluster) start(n *procNode) {
 	pc.t.Helper()
-	if n.running() {
-		pc.t.Fatalf("%s is already running", n.name)
-	}
-	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		pc.t.Fatal(err)
-	}
-	bin := binPath
+	bin := bins.Path("leasehold")
 	if n.bin != "" {
 		bin = n.bin
 	}
-	fmt.Fprintf(logf, "=== %s e2e: starting %s %s\n", time.Now().Format(time.RFC3339Nano), bin, strings.Join(n.args, " "))
-	cmd := exec.Command(bin, n.args...)
-	cmd.Dir = pc.dir
-	cmd.Env = cleanEnv()
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
+	_, err := n.Start(harness.Command{Bin: bin, Args: n.args, Env: harness.CleanEnv(), Dir: pc.dir, Log: n.logPath})
+	if err != nil {
 		pc.t.Fatalf("start %s: %v", n.name, err)
 	}
-	logf.Close() // the child holds its own descriptor
-	p := &proc{cmd: cmd, started: time.Now(), done: make(chan struct{})}
-	go func() {
-		p.waitErr = cmd.Wait()
-		p.state = cmd.ProcessState
-		close(p.done)
-	}()
-	n.mu.Lock()
-	n.proc = p
-	n.mu.Unlock()
 }
 
 // restart starts a stopped or killed node again with the same flags and data
@@ -439,45 +231,19 @@ func (pc *procCluster) restart(name string) {
 func (pc *procCluster) waitReady(name string, timeout time.Duration) time.Duration {
 	pc.t.Helper()
 	n := pc.node(name)
-	p := n.current()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	last := "no answer yet"
-	for {
-		code, body, err := getReady(n.apiAddr)
-		if err == nil && code == http.StatusOK {
-			return time.Since(start)
-		}
-		if err != nil {
-			last = err.Error()
-		} else {
-			last = fmt.Sprintf("%d %s", code, body)
-		}
-		if p == nil || p.exited() {
-			pc.t.Fatalf("%s exited while waiting for /readyz (%v); log:\n%s", name, p.exitDesc(), tailFile(n.logPath, 30))
-		}
-		if time.Now().After(deadline) {
-			pc.t.Fatalf("%s not ready after %v: last /readyz: %s", name, timeout, last)
-		}
-		time.Sleep(50 * time.Millisecond)
+	base, c := apiURL(n.apiAddr)
+	took, err := harness.WaitReady(c, base, n.Process(), timeout)
+	if errors.Is(err, harness.ErrExited) {
+		pc.t.Fatalf("%s %v; log:\n%s", name, err, harness.Tail(n.logPath, 30))
 	}
-}
-
-func (p *proc) exitDesc() string {
-	if p == nil {
-		return "never started"
+	if err != nil {
+		pc.t.Fatalf("%s %v", name, err)
 	}
-	if !p.exited() {
-		return "running"
-	}
-	if p.state != nil {
-		return p.state.String()
-	}
-	return fmt.Sprint(p.waitErr)
+	return took
 }
 
 // status returns the node's /cluster/status.
-func (pc *procCluster) status(name string) (clusterStatus, error) {
+func (pc *procCluster) status(name string) (harness.Status, error) {
 	return getStatus(pc.node(name).apiAddr)
 }
 
@@ -486,40 +252,36 @@ func (pc *procCluster) status(name string) (clusterStatus, error) {
 // view of a node that is gone).
 func (pc *procCluster) leader(timeout time.Duration, exclude ...string) string {
 	pc.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		if name := pc.currentLeader(exclude...); name != "" {
-			return name
-		}
-		if time.Now().After(deadline) {
-			var views []string
-			for _, n := range pc.nodes {
-				st, err := getStatus(n.apiAddr)
-				views = append(views, fmt.Sprintf("%s: %+v %v", n.name, st, err))
-			}
-			pc.t.Fatalf("no leader within %v (excluding %v): %s", timeout, exclude, strings.Join(views, "; "))
-		}
-		time.Sleep(25 * time.Millisecond)
+	if l, ok := harness.WaitLeader(pc.nodes, candidateStatus(exclude), timeout); ok {
+		return l.name
 	}
+	var views []string
+	for _, n := range pc.nodes {
+		st, err := getStatus(n.apiAddr)
+		views = append(views, fmt.Sprintf("%s: %+v %v", n.name, st, err))
+	}
+	pc.t.Fatalf("no leader within %v (excluding %v): %s", timeout, exclude, strings.Join(views, "; "))
+	return ""
 }
 
 // currentLeader returns the running node with state "leader" and the
 // highest term, or "".
 func (pc *procCluster) currentLeader(exclude ...string) string {
-	best, bestTerm := "", uint64(0)
-	for _, n := range pc.nodes {
-		if !n.running() || contains(exclude, n.name) {
-			continue
-		}
-		st, err := getStatus(n.apiAddr)
-		if err != nil || st.State != "leader" {
-			continue
-		}
-		if best == "" || st.Term > bestTerm {
-			best, bestTerm = n.name, st.Term
-		}
+	if l, ok := harness.Leader(pc.nodes, candidateStatus(exclude)); ok {
+		return l.name
 	}
-	return best
+	return ""
+}
+
+// candidateStatus is getStatus for a running node not in exclude, an error
+// for any other.
+func candidateStatus(exclude []string) func(*procNode) (harness.Status, error) {
+	return func(n *procNode) (harness.Status, error) {
+		if !n.Running() || contains(exclude, n.name) {
+			return harness.Status{}, fmt.Errorf("%s: not asked", n.name)
+		}
+		return getStatus(n.apiAddr)
+	}
 }
 
 func contains(list []string, s string) bool {
@@ -534,18 +296,12 @@ func contains(list []string, s string) bool {
 // kill SIGKILLs the node's process group and waits until it is reaped.
 func (pc *procCluster) kill(name string) {
 	pc.t.Helper()
-	n := pc.node(name)
-	p := n.current()
-	if p == nil || p.exited() {
-		pc.t.Fatalf("kill %s: not running (%s)", name, p.exitDesc())
+	p := pc.node(name).Process()
+	if !p.Running() {
+		pc.t.Fatalf("kill %s: not running (%s)", name, p.Status())
 	}
-	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+	if err := p.Kill(); err != nil {
 		pc.t.Fatalf("kill %s: %v", name, err)
-	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		pc.t.Fatalf("%s (pid %d) not gone 10s after SIGKILL", name, p.cmd.Process.Pid)
 	}
 }
 
@@ -554,24 +310,16 @@ func (pc *procCluster) kill(name string) {
 func (pc *procCluster) stop(name string) time.Duration {
 	pc.t.Helper()
 	n := pc.node(name)
-	p := n.current()
-	if p == nil || p.exited() {
-		pc.t.Fatalf("stop %s: not running (%s)", name, p.exitDesc())
+	p := n.Process()
+	if !p.Running() {
+		pc.t.Fatalf("stop %s: not running (%s)", name, p.Status())
 	}
-	start := time.Now()
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		pc.t.Fatalf("SIGTERM %s: %v", name, err)
+	took, err := p.Stop(10 * time.Second)
+	if err != nil {
+		pc.t.Fatalf("%s: %v (docs/cli.md promises exit within 10s); log:\n%s", name, err, harness.Tail(n.logPath, 30))
 	}
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		pc.t.Fatalf("%s did not exit within 10s of SIGTERM (docs/cli.md promises it); log:\n%s", name, tailFile(n.logPath, 30))
-	}
-	took := time.Since(start)
-	if code := p.state.ExitCode(); code != 0 {
-		pc.t.Fatalf("%s exited with %s after SIGTERM, want exit status 0; log:\n%s", name, p.state, tailFile(n.logPath, 30))
+	if code := p.State().ExitCode(); code != 0 {
+		pc.t.Fatalf("%s exited with %s after SIGTERM, want exit status 0; log:\n%s", name, p.State(), harness.Tail(n.logPath, 30))
 	}
 	return took
 }
@@ -580,20 +328,13 @@ func (pc *procCluster) stop(name string) time.Duration {
 // when the test failed.
 func (pc *procCluster) cleanup() {
 	for _, n := range pc.nodes {
-		p := n.current()
-		if p == nil || p.exited() {
-			continue
-		}
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			pc.t.Errorf("%s (pid %d) not gone 10s after SIGKILL", n.name, p.cmd.Process.Pid)
+		if err := n.Process().Kill(); err != nil {
+			pc.t.Errorf("%s: %v", n.name, err)
 		}
 	}
 	if pc.t.Failed() {
 		for _, n := range pc.nodes {
-			pc.t.Logf("--- last lines of %s (%s):\n%s", n.name, n.logPath, tailFile(n.logPath, 40))
+			pc.t.Logf("--- last lines of %s (%s):\n%s", n.name, n.logPath, harness.Tail(n.logPath, 40))
 		}
 	}
 }

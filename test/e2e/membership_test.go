@@ -16,6 +16,7 @@ import (
 	lptr "k8s.io/utils/ptr"
 
 	"github.com/leasehold/leasehold/cluster"
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // members runs leaseholdctl member list against the given nodes' APIs.
@@ -50,7 +51,7 @@ func (pc *procCluster) urls(names ...string) string {
 // newJoiner makes (does not start) a node that joins via --join.
 func (pc *procCluster) newJoiner(name, join string) *procNode {
 	pc.t.Helper()
-	ports := freePorts(pc.t, 2)
+	ports := harness.FreePorts(pc.t, 2)
 	n := &procNode{
 		name:     name,
 		apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[0]),
@@ -255,23 +256,23 @@ func TestMembership(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	w.finish(t, pc, rest[0])
-	p := pc.node(leader).current()
+	p := pc.node(leader).Process()
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the removed %s still runs", leader)
 	}
-	if p.state.ExitCode() == 0 || countLines(pc.node(leader).logPath, "no longer a member") == 0 {
-		t.Errorf("the removed %s exited with %v; log:\n%s", leader, p.state, tailFile(pc.node(leader).logPath, 10))
+	if p.State().ExitCode() == 0 || countLines(pc.node(leader).logPath, "no longer a member") == 0 {
+		t.Errorf("the removed %s exited with %v; log:\n%s", leader, p.State(), harness.Tail(pc.node(leader).logPath, 10))
 	}
 	pc.restart(leader)
 	select {
-	case <-pc.node(leader).current().done:
+	case <-pc.node(leader).Process().Done():
 	case <-time.After(30 * time.Second):
 		t.Fatalf("%s started again on a removed member's data dir", leader)
 	}
 	if countLines(pc.node(leader).logPath, "removed from its cluster") == 0 {
-		t.Errorf("no reason given for refusing the removed data dir; log:\n%s", tailFile(pc.node(leader).logPath, 5))
+		t.Errorf("no reason given for refusing the removed data dir; log:\n%s", harness.Tail(pc.node(leader).logPath, 5))
 	}
 
 	// Replace it: the same name on a new disk under a new address joins

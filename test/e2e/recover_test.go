@@ -16,6 +16,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // Recovery from the loss of a majority (docs/operations.md, "Quorum
@@ -229,7 +231,7 @@ func TestRecover_SurvivorAlone(t *testing.T) {
 		t.Errorf("peers.info: %q (%v)", info, err)
 	}
 	if countLines(s.logPath, "[WARN]  leasehold: recovered from peers.json") != 1 {
-		t.Errorf("the log does not say once, at warn level, that the node recovered:\n%s", tailFile(s.logPath, 30))
+		t.Errorf("the log does not say once, at warn level, that the node recovered:\n%s", harness.Tail(s.logPath, 30))
 	}
 }
 
@@ -245,7 +247,7 @@ func TestRecover_GrowsBackWithJoin(t *testing.T) {
 
 	var fresh []*procNode
 	for _, name := range []string{"n4", "n5"} {
-		ports := freePorts(t, 2)
+		ports := harness.FreePorts(t, 2)
 		n := &procNode{
 			name:     name,
 			apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[0]),
@@ -274,7 +276,7 @@ func TestRecover_GrowsBackWithJoin(t *testing.T) {
 
 	// A joined node may start as a non-voter and be promoted once caught
 	// up; either way all three end up voters.
-	var last clusterStatus
+	var last harness.Status
 	waitUntil(t, 30*time.Second, fmt.Sprintf("%s, n4 and n5 to be voters", s.name), func() bool {
 		st, err := pc.status(s.name)
 		if err != nil {

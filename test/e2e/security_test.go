@@ -35,6 +35,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/leasehold/leasehold/internal/testpki"
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // securePKI is what a secured cluster's tests hold: the API's CA and
@@ -326,7 +327,7 @@ func TestSecureCluster(t *testing.T) {
 	})
 
 	t.Run("a new node joins with its peer certificate", func(t *testing.T) {
-		ports := freePorts(t, 2)
+		ports := harness.FreePorts(t, 2)
 		n4 := &procNode{
 			name:     "n4",
 			apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[0]),
@@ -413,7 +414,7 @@ func TestSecureCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", kubeconfig}, args...)...)
-			cmd.Env = cleanEnv("HOME=" + t.TempDir())
+			cmd.Env = harness.CleanEnv("HOME=" + t.TempDir())
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			err := cmd.Run()

@@ -20,6 +20,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // runCtl runs the leaseholdctl built beside the node binary (bounded) and
@@ -29,8 +31,8 @@ func runCtl(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(filepath.Dir(binPath), "leaseholdctl"), args...)
-	cmd.Env = cleanEnv("KUBECONFIG=")
+	cmd := exec.CommandContext(ctx, bins.Path("leaseholdctl"), args...)
+	cmd.Env = harness.CleanEnv("KUBECONFIG=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -257,10 +259,10 @@ func TestSnapshotRestoreBumpsResourceVersions(t *testing.T) {
 // A damaged backup is refused by inspect and restore (exit 1, the reason
 // on stderr), and restore leaves the data dir absent or empty.
 func TestSnapshotDamagedFileRefused(t *testing.T) {
-	ports := freePorts(t, 2)
+	ports := harness.FreePorts(t, 2)
 	api := fmt.Sprintf("127.0.0.1:%d", ports[0])
 	dir := t.TempDir()
-	n := startSingle(t, dir, cleanEnv(), "--data-dir", filepath.Join(dir, "data"), "--api-addr", api, "--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]))
+	n := startSingle(t, dir, harness.CleanEnv(), "--data-dir", filepath.Join(dir, "data"), "--api-addr", api, "--peer-addr", fmt.Sprintf("127.0.0.1:%d", ports[1]))
 	n.waitReady(api)
 	writeAndRead(t, api)
 	file := filepath.Join(dir, "backup.snap")
@@ -301,10 +303,10 @@ func TestSnapshotDamagedFileRefused(t *testing.T) {
 // Restored with the default bump, a node's next resourceVersion is a
 // billion above the backup's.
 func TestSnapshotRestoreDefaultBump(t *testing.T) {
-	ports := freePorts(t, 2)
+	ports := harness.FreePorts(t, 2)
 	api, peer := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
 	dir := t.TempDir()
-	n := startSingle(t, dir, cleanEnv(), "--name", "n1", "--data-dir", filepath.Join(dir, "data"), "--api-addr", api, "--peer-addr", peer)
+	n := startSingle(t, dir, harness.CleanEnv(), "--name", "n1", "--data-dir", filepath.Join(dir, "data"), "--api-addr", api, "--peer-addr", peer)
 	n.waitReady(api)
 	c, err := kubernetes.NewForConfig(clientConfig(api, true))
 	if err != nil {
@@ -323,7 +325,7 @@ func TestSnapshotRestoreDefaultBump(t *testing.T) {
 	if code, out, errOut := runCtl(t, "snapshot", "restore", file, "--data-dir", restored, "--name", "n1", "--initial-cluster", "n1="+peer); code != 0 {
 		t.Fatalf("restore: exit %d: %s%s", code, out, errOut)
 	}
-	n = startSingle(t, dir, cleanEnv(), "--name", "n1", "--data-dir", restored, "--api-addr", api, "--peer-addr", peer, "--initial-cluster", "n1="+peer)
+	n = startSingle(t, dir, harness.CleanEnv(), "--name", "n1", "--data-dir", restored, "--api-addr", api, "--peer-addr", peer, "--initial-cluster", "n1="+peer)
 	n.waitReady(api)
 	l, err := c.CoordinationV1().Leases("default").Get(ctx, "before", metav1.GetOptions{})
 	if err != nil || l.ResourceVersion != strconv.FormatUint(rv, 10) {

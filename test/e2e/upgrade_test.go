@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/leasehold/leasehold/fsm"
+	"github.com/leasehold/leasehold/test/harness"
 )
 
 // The mixed-version test of issue 33 (docs/operations.md, Rolling
@@ -64,7 +65,7 @@ func oldBinary(t *testing.T) string {
 	}
 	// A shallow clone lacks the commit; say how to get it rather than skip,
 	// or the upgrade path would go untested without anyone noticing.
-	if out, err := exec.Command("git", "-C", repoRoot, "cat-file", "-e", oldRelease+"^{commit}").CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "-C", bins.Root, "cat-file", "-e", oldRelease+"^{commit}").CombinedOutput(); err != nil {
 		t.Fatalf("commit %s (the release before the cluster feature level) is not in this clone (%v: %s); "+
 			"fetch the history with `git fetch --unshallow` (or `git fetch origin %s`) and run the test again",
 			oldRelease, err, strings.TrimSpace(string(out)), oldRelease)
@@ -76,7 +77,7 @@ func oldBinary(t *testing.T) string {
 	src := filepath.Join(t.TempDir(), "src")
 	git := func(args ...string) {
 		t.Helper()
-		cmd := exec.Command("git", append([]string{"-C", repoRoot}, args...)...)
+		cmd := exec.Command("git", append([]string{"-C", bins.Root}, args...)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
@@ -125,16 +126,8 @@ type releaseStatus struct {
 func getReleaseStatus(apiAddr string) (releaseStatus, error) {
 	var st releaseStatus
 	base, c := apiURL(apiAddr)
-	resp, err := c.Get(base + "/cluster/status")
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET /cluster/status: %s", resp.Status)
-	}
-	return st, json.Unmarshal(body, &st)
+	err := harness.GetJSON(c, base+"/cluster/status", &st)
+	return st, err
 }
 
 // memberVersion is one entry of leaseholdctl member list -o json.
@@ -245,7 +238,7 @@ func (b *balancer) pick(skip bool) *procNode {
 	}
 	for i := range len(b.w.pc.nodes) {
 		n := b.w.pc.nodes[(b.cur+i)%len(b.w.pc.nodes)]
-		if _, down := b.w.down.Load(n.name); !down && n.running() {
+		if _, down := b.w.down.Load(n.name); !down && n.Running() {
 			b.cur += i
 			return n
 		}
@@ -579,7 +572,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// snapshot. The old leader shows no feature level; the new followers
 	// compute none (only a leader does).
 	for _, f := range followers {
-		if from, _ := restart(f, binPath); leaderRelease(from).FeatureLevel != nil {
+		if from, _ := restart(f, bins.Path("leasehold")); leaderRelease(from).FeatureLevel != nil {
 			t.Errorf("%s sent %s its snapshot but runs this tree's binary; want the old leader", from, f)
 		}
 		if st := leaderRelease(f); st.FeatureLevel == nil || *st.FeatureLevel != 0 {
@@ -614,7 +607,7 @@ func TestRollingUpgrade(t *testing.T) {
 
 	// 3. The old leader on the new binary: the level reaches this tree's
 	// (fsm.MaxFeatureLevel; the earlier release has none).
-	_, upgradedAt := restart(leader, binPath)
+	_, upgradedAt := restart(leader, bins.Path("leasehold"))
 	var level1 time.Duration
 	waitUntil(t, 10*time.Second, fmt.Sprintf("feature level %d once every member runs this tree's binary", fsm.MaxFeatureLevel), func() bool {
 		l := pc.currentLeader()
@@ -671,17 +664,17 @@ func TestRollingUpgrade(t *testing.T) {
 		if code, _, err := getReady(dn.apiAddr); err == nil && code == http.StatusOK {
 			t.Fatalf("%s on %s is ready on a data dir at feature level %d", down, oldRelease, fsm.MaxFeatureLevel)
 		}
-		return !dn.running()
+		return !dn.Running()
 	})
 	refusal := readLogFrom(dn.logPath, logFrom)
 	// Level 1 added a record the earlier release does not know, level 2
 	// a snapshot format.
 	unreadable := strings.Contains(refusal, "unknown record type") || strings.Contains(refusal, "not a leasehold snapshot of version")
-	if code := dn.current().state.ExitCode(); code != 1 || !unreadable || !strings.Contains(refusal, "failed to load any existing snapshots") {
+	if code := dn.Process().State().ExitCode(); code != 1 || !unreadable || !strings.Contains(refusal, "failed to load any existing snapshots") {
 		t.Fatalf("%s on %s: exit status %d; want 1, refusing its snapshots of the raised level; log:\n%s", down, oldRelease, code, refusal)
 	}
 	ignoreLog := [2]int64{logFrom, logSize(dn.logPath)}
-	comeBack(down, startOn(down, binPath))
+	comeBack(down, startOn(down, bins.Path("leasehold")))
 	for _, n := range clusterNames {
 		if st := leaderRelease(n); st.FeatureLevel == nil || *st.FeatureLevel != fsm.MaxFeatureLevel {
 			t.Errorf("%s: feature level %v after the refused downgrade, want %d", n, st.FeatureLevel, fsm.MaxFeatureLevel)
@@ -762,8 +755,8 @@ func TestRollingUpgrade(t *testing.T) {
 	levels.mu.Unlock()
 
 	for _, n := range pc.nodes {
-		if !n.running() {
-			t.Errorf("%s is not running at the end: %s", n.name, n.current().exitDesc())
+		if !n.Running() {
+			t.Errorf("%s is not running at the end: %s", n.name, n.Process().Status())
 		}
 		skip := [2]int64{}
 		if n.name == down {

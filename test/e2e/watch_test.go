@@ -735,7 +735,7 @@ func (rw *resumingWatcher) run(ctx context.Context, from uint64, node string) {
 			return
 		}
 		if errors.Is(err, io.EOF) {
-			if prefer != "" && rw.pc.node(prefer).running() {
+			if prefer != "" && rw.pc.node(prefer).Running() {
 				node = prefer
 			}
 			continue
@@ -755,7 +755,7 @@ func (rw *resumingWatcher) run(ctx context.Context, from uint64, node string) {
 // another is prefer if it is running and not failed, else the next running
 // node after failed.
 func (rw *resumingWatcher) another(failed, prefer string) string {
-	if prefer != "" && prefer != failed && rw.pc.node(prefer).running() {
+	if prefer != "" && prefer != failed && rw.pc.node(prefer).Running() {
 		return prefer
 	}
 	for i, n := range clusterNames {
@@ -764,7 +764,7 @@ func (rw *resumingWatcher) another(failed, prefer string) string {
 		}
 		for j := 1; j < len(clusterNames); j++ {
 			c := clusterNames[(i+j)%len(clusterNames)]
-			if rw.pc.node(c).running() {
+			if rw.pc.node(c).Running() {
 				return c
 			}
 		}
@@ -962,7 +962,7 @@ func pickRole(pc *procCluster, role, leader string) string {
 		return leader
 	}
 	for _, n := range clusterNames {
-		if n != leader && pc.node(n).running() {
+		if n != leader && pc.node(n).Running() {
 			return n
 		}
 	}
