@@ -2,7 +2,7 @@
 GO ?= go
 BIN := bin/leasehold
 
-.PHONY: all build cluster stop clean test bench fmt vet chaos fuzz conformance
+.PHONY: all build cluster stop clean check test bench fmt vet chaos fuzz conformance
 
 all: build
 
@@ -22,10 +22,16 @@ clean:
 	scripts/cluster.sh clean
 	rm -rf bin
 
+# The fast tier, after every change: vet, unit and in-process cluster tests
+# (scripts/test.sh).
+check:
+	GO=$(GO) scripts/test.sh check
+
+# The whole suite, as CI runs it: vet, every package with the race detector
+# (the fast tier's first, then the browser and process-level tests), then
+# Kubernetes' storage suites over the etcd API.
 test:
-	$(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
-	scripts/conformance.sh
+	GO=$(GO) scripts/test.sh all
 
 # Chaos suite (test/chaos): faults, workload, linearizability and watch
 # checks. make chaos DURATION=10m CHAOS_SEED=123
