@@ -332,8 +332,9 @@ func (d *disk) updateFullLocked() {
 // at once until it ends, and when it ends what it stored is deleted (undo)
 // and its caller gets ErrDiskStalled, as if it had failed at the deadline.
 // Running the write in the caller rather than on a goroutine of its own
-// costs nothing per write; the handoff cost renewals 11 % of their
-// throughput (docs/performance.md, "The disk gate").
+// costs nothing per write; handing every write to another goroutine and
+// back would put two wakeups on every commit's path (docs/performance.md,
+// "The disk gate").
 func (d *disk) appendWatched(write, undo func() error, stalled func()) error {
 	const op = "append"
 	d.mu.Lock()

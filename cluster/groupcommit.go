@@ -16,14 +16,14 @@ import (
 // fdatasyncs, the log's B+tree pages rewritten), an AppendEntries per
 // follower and a round of goroutine and thread wakeups, whatever its size.
 // Left to itself, raft's leader loop takes whatever waits in its apply
-// channel each time round: on a busy machine a few entries (median 4 at 64
-// clients), several batches in flight at once, each paying in full.
-// Holding the writes that arrive until the ones before are through makes
-// batches of whatever arrived meanwhile: renew at 64 clients went from 405
-// to 325 µs of the nodes' CPU per write. Writes at a few hundred a second
-// seldom find writesAlone in flight, so they seldom wait behind another's
-// commit: when every write waited for the one in flight, a slow commit on
-// a busy machine held the next ones back as long.
+// channel each time round: on a busy machine a few entries, several
+// batches in flight at once, each paying in full. Holding the writes that
+// arrive until the ones before are through makes batches of whatever
+// arrived meanwhile, so those costs are paid once for many writes
+// (docs/performance.md, "Renewals at 64 and 256 clients"). Writes at a few
+// hundred a second seldom find writesAlone in flight, so they seldom wait
+// behind another's commit: when every write waited for the one in flight,
+// a slow commit on a busy machine held the next ones back as long.
 //
 // Each write is still a log entry of its own, handed to Raft in arrival
 // order; what a group shares is the moment it is handed over (raft's
@@ -50,9 +50,9 @@ type groupCommit struct {
 	grouping bool
 }
 
-// writesAlone is the leader's groupCommit.alone. At 300 writes a second a
-// commit would have to stall for some 25 ms for eight to be in flight; at
-// 64 clients dozens are.
+// writesAlone is the leader's groupCommit.alone. At a few hundred writes a
+// second, eight are in flight only behind a commit stalled for tens of
+// milliseconds; under dozens of concurrent clients they usually are.
 const writesAlone = 8
 
 // crowded reports whether a write arriving now waits for the next group:
@@ -61,12 +61,9 @@ const writesAlone = 8
 // a time, each as large as what arrived while the one before was in
 // flight. Letting the waiting writes go as soon as fewer than alone were
 // in flight instead kept several smaller groups in flight, each a bbolt
-// transaction on every node: against that rule, renew at 64 clients
-// stored 18.5–21.1 entries per transaction instead of 16.4–17.2 (three
-// pairs of 10 s runs); throughput and CPU per renewal moved within the
-// machine's noise (+10, −1, −3 and +4 % in four comparisons of 2–5 pairs;
-// at 256 clients +3 %), and 300 writes a second under 1,000 JSON watchers
-// were unchanged (four pairs: lag p99 87.3 against 80.6 ms).
+// transaction on every node: one group at a time stores more entries per
+// transaction, and in paired runs against that rule neither throughput,
+// CPU per write nor watchers' delivery lag was the worse for it.
 // The waiting writes go as soon as it is false, so none waits while a
 // later one goes ahead. Called with mu held.
 func (g *groupCommit) crowded() bool {

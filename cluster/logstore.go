@@ -4,10 +4,10 @@ import "github.com/hashicorp/raft"
 
 // compactionStep is how many entries one bbolt transaction deletes when a
 // snapshot compacts the log. bbolt has one writer at a time, and deleting
-// the 30,000–100,000 entries a snapshot compacts under steady writes in one
-// transaction took 30–600 ms on a loaded node; every append, the leader's
-// included, waited behind it. Alone on this machine, 66,000 entries: an
-// append waited up to 74 ms behind one transaction, 7.5 ms behind steps.
+// the tens of thousands of entries a snapshot compacts under steady writes
+// in one transaction holds that writer for as long as it takes to rewrite
+// all their pages; every append, the leader's included, waits behind it.
+// In steps, an append waits behind one step at most.
 const compactionStep = 4096
 
 // logStore deletes a compacted prefix of the log in steps of

@@ -80,12 +80,12 @@ type Config struct {
 
 // What Config's Raft settings are when left zero.
 const (
-	// A snapshot writes the whole watch history (100,000 events, 25–40 MB,
-	// 0.3–0.6 s of CPU), however few entries came since the last one, so
-	// the threshold sets how often each entry pays for it: every 32,768
+	// A snapshot writes the whole watch history (100,000 events by
+	// default), however few entries came since the last one, so the
+	// threshold sets how often each entry pays for it: every 32,768
 	// entries is three event encodings per entry where 8,192 was twelve.
 	// At 300 writes/s that is a snapshot every two minutes instead of every
-	// 30–45 s, each one a stall that watchers see as delivery lag.
+	// half minute, each one a stall that watchers see as delivery lag.
 	DefaultSnapshotThreshold = 32768
 	// How often raft compares the log's length with the threshold. The
 	// check is cheap, but the log runs one to two intervals of writes past
@@ -93,8 +93,8 @@ const (
 	// interval of jitter), and bbolt's file never shrinks while its mapped
 	// pages count in RSS. The threshold alone bounds how many snapshots are
 	// taken, so a short interval keeps the log near threshold plus trailing
-	// entries at any write rate. 100,000 Leases created at 2,500–4,300/s:
-	// raft.db 45–51 MB per node with 2s, 72–89 MB with 15s.
+	// entries at any write rate, where a long one lets a fast writer run
+	// the log, and bbolt's file with it, far past the threshold.
 	DefaultSnapshotInterval = 2 * time.Second
 	DefaultTrailingLogs     = 10240
 	DefaultHeartbeatTimeout = time.Second

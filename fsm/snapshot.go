@@ -105,12 +105,11 @@ func (s *snapshot) Persist(sink raft.SnapshotSink) error {
 		// Writing a large snapshot allocates on top of the apply path
 		// (the dump, versions rebuilt for older events, encodings), and
 		// what a GC cycle finds allocated while it runs counts as live:
-		// with 100,000 Leases, cycles during a snapshot marked 106–155
-		// MB against 90–101 between them, and set heap goals that RSS
-		// followed (the goal is the marked heap and the GC percent more:
-		// twice it at Go's default, when those were measured). A
-		// collection once it is written brings the goal back to what is
-		// live and returns the pages the snapshot left behind.
+		// cycles during a snapshot mark more than the state alone, and
+		// set heap goals that RSS follows (the goal is the marked heap
+		// and the GC percent more). A collection once it is written
+		// brings the goal back to what is live and returns the pages the
+		// snapshot left behind.
 		debug.FreeOSMemory()
 	}
 	return err
@@ -431,9 +430,10 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
 			if len(objs)+len(events) >= largeSnapshotEvents {
 				// As after Persist: decoding a large snapshot leaves
-				// several times the restored state behind as garbage
-				// (100,000 Leases: 84 MB live, RSS 438 MB until the
-				// runtime returned the rest, minutes later).
+				// several times the restored state behind as garbage,
+				// which the runtime would otherwise keep in RSS for
+				// minutes before returning it (docs/performance.md,
+				// "Memory").
 				debug.FreeOSMemory()
 			}
 			return nil

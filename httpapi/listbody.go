@@ -24,11 +24,11 @@ import (
 // bytes are the serializer's own (TestListBodyMatchesSerializer). Encoding
 // the whole list in one buffer made every full list of 100,000 Leases
 // (an informer's first list) hold a copy of the items and their encoding
-// at once: six of them took a node from 240 to 524–527 MB of RSS, against
-// 250 streamed. Encoding each item with encoding/json's reflection again
-// was 16 % of a follower's CPU in the mixed workload, whose lists of 500
-// mostly find their items cached: a node spent 1.6–1.8 ms on such a list
-// in JSON, 0.3 streamed from the cache.
+// at once, so every concurrent full list added about the store's size to
+// the node's memory; streamed, a list holds no more than its write buffer.
+// Encoding each item with encoding/json's reflection again was a large
+// share of a follower's CPU in the mixed workload, whose lists of 500
+// mostly find their items cached (docs/performance.md, "Mixed").
 
 // listCacheItems bounds the lists whose JSON items are added to the
 // encoding cache when not in it: a larger list would only push out, item

@@ -270,8 +270,8 @@ func (in input) decodeWithSerializer(body []byte, gvk schema.GroupVersionKind, i
 // decodeJSONOnce decodes the usual JSON body — valid, with no unknown or
 // repeated field, of gvk's kind and version or silent about them — in one
 // pass, where the JSON serializer makes two, the first only to read
-// apiVersion and kind (a third of the decoding's CPU on a node taking
-// renewals). The result is the serializer's: the same strict decoder into
+// apiVersion and kind, which scans the whole body for two fields. The
+// result is the serializer's: the same strict decoder into
 // the same typed object; a Lease, as clients send it to renew, by
 // decodeLeaseJSON's decoder without reflection. Any other body reports
 // false, and the serializer decodes it again for its own errors and

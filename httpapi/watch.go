@@ -35,9 +35,10 @@ const (
 // than maxFlushInterval. One stream, or a few dozen, write each commit at
 // once; a thousand watchers of Leases renewed 300 times a second make
 // 20,000 writes a second instead of 300,000, an event waiting up to 50 ms.
-// Against a 25 ms cap, on two cores shared with the writers and a thousand
-// readers, the watch node's CPU went from 0.63 to 0.47–0.55 of a core and
-// delivery lag p99 from 89–124 to 66–110 ms, for 2–8 ms more at the median.
+// A shorter cap spends more of the node's CPU on writes, and on cores
+// shared with the writers and the readers those writes delay the commits
+// too: the longer cap costs a few milliseconds at the median and lowers
+// the tail of delivery lag (docs/performance.md, "Watch fan-out").
 const (
 	streamWritesPerSecond = 20000
 	maxFlushInterval      = 50 * time.Millisecond

@@ -9,20 +9,20 @@ import (
 // defaultGCPercent is the garbage collector's target when GOGC does not set
 // one, for a large live heap. Most of a loaded node's heap is live for good
 // (its objects and the watch history), and Go's default of 100 lets the
-// heap grow to twice that before each collection: with 100,000 Leases
-// renewed, a live heap of 90–100 MB made a heap of 180–200 MB. At 75, RSS
-// read every 2 s over 2 minutes of renewals fell from a median of 284 MB
-// (max 318) to 260 (max 291). GOGC in the environment still wins.
+// heap grow to twice that before each collection: as much memory again as
+// is live, holding only garbage. At 75 a node with many objects holds
+// less, for a few more collections that its renewals do not feel
+// (docs/performance.md, "Memory"). GOGC in the environment still wins.
 const defaultGCPercent = 75
 
 // minHeapHeadroom is the least a node's heap may grow over what the last
 // collection left live before the next one starts, when GOGC does not say
-// otherwise. With few objects the live heap is small (some 26 MB with
-// 1,000 Leases), and 75 % of it alone made a node collect four times a
-// second while it applied 5,000 renewals a second: each collection marks
-// the whole live heap again, and the collector took 13 % of the nodes'
-// CPU. Above 85 MB live, 75 % is more than this and the goal is as before,
-// so memory with many objects is unchanged.
+// otherwise. With few objects the live heap is small, and 75 % of it alone
+// made a node under steady renewals collect several times a second: each
+// collection marks the whole live heap again, so the collector's CPU grew
+// with how often it ran rather than with what it freed. Above 85 MB live,
+// 75 % is more than this and the goal is as before, so memory with many
+// objects is unchanged.
 const minHeapHeadroom = 64 << 20
 
 // gcPercentFor is the GC percent that lets a heap of live bytes grow by at

@@ -149,16 +149,15 @@ type Config struct {
 	// ListSnapshots is the number of past read snapshots kept for paginated
 	// lists (continue tokens) and exact-version lists (>0). An older view
 	// within the history is rebuilt from it on demand. Each view keeps the
-	// tree paths its commit copied: at 100,000 Leases under renewals, the
-	// heap goal was 183–195 MB with 1,024 views, 178–180 MB with 128.
+	// tree paths its commit copied, so under steady writes every view kept
+	// is memory held for lists that may never come.
 	ListSnapshots int
 	// EncodingCacheBytes bounds the cached wire encodings of stored objects
 	// (see Object.Encoding); 0 means the default. A cached encoding also
 	// keeps its version of the object alive after a newer one replaced it,
-	// and every write's response caches one: at 100,000 Leases under
-	// renewals the default of 4 MB (1–2 s of writes; watchers read within
-	// a flush interval) left RSS at 330–338 MB per node where 16 MB left
-	// 368–378 MB.
+	// and every write's response caches one, so a larger cache holds more
+	// replaced versions alive. Watchers read a write's encoding within a
+	// flush interval, so the cache need hold only the latest writes.
 	EncodingCacheBytes int
 }
 
@@ -172,11 +171,11 @@ const (
 
 // DefaultConfig keeps about as much as kube-apiserver's watch cache.
 func DefaultConfig() Config {
-	// 16 MiB of encodings is the last ~10 s of writes at 1,500 writes/s
-	// (JSON and protobuf): time for every watcher to get them. 128 views
-	// cover a paginated list's pages for 128 commits: seconds at a few
-	// hundred commits a second, after which pages are served from views
-	// rebuilt from the history.
+	// 4 MiB of encodings (JSON and protobuf) holds the latest writes for
+	// longer than a watch's flush interval: time for every watcher to get
+	// them. 128 views cover a paginated list's pages for 128 commits:
+	// seconds at a few hundred commits a second, after which pages are
+	// served from views rebuilt from the history.
 	return Config{HistoryEvents: DefaultHistoryEvents, HistoryAge: DefaultHistoryAge, ListSnapshots: 128, EncodingCacheBytes: 4 << 20}
 }
 
@@ -376,15 +375,13 @@ func (s *Store) SnapshotAt(idx uint64) (*Snapshot, bool) {
 
 // rebuiltViewsKept bounds the rebuilt views kept. A view shares all but the
 // paths its rebuild copied with the tree it came from, so one costs at most
-// about a copy of the tree's nodes (3 MB at 100,000 Leases), usually far
-// less.
+// about a copy of the tree's nodes, usually far less.
 const rebuiltViewsKept = 4
 
 // rebuiltViews is a small most-recently-used list of views rebuilt from
 // the history, by generation and index. Without it, every page of a
-// paginated list undoes every write since its first page again: under
-// 2,700 writes/s, listing 100,000 Leases 500 at a time took 32 s instead
-// of 4.
+// paginated list undoes every write since its first page again, so under
+// steady writes each page costs more than the one before.
 type rebuiltViews struct {
 	mu    sync.Mutex
 	views []rebuiltView // least recently used first
