@@ -18,6 +18,13 @@ import (
 	"github.com/leasehold/leasehold/ui"
 )
 
+// The defaults of kube-apiserver's --request-timeout and etcd's
+// --max-request-bytes.
+const (
+	DefaultRequestTimeout        = time.Minute
+	DefaultMaxRequestBytes int64 = 1572864
+)
+
 // Config configures a Server.
 type Config struct {
 	Node   *cluster.Node
@@ -39,6 +46,12 @@ type Config struct {
 	// requests under way (watches excepted); beyond them a request gets 429.
 	// Zero is no limit.
 	MaxRequestsInflight, MaxMutatingRequestsInflight int
+	// RequestTimeout bounds a request that is not a watch
+	// (--request-timeout); zero is DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxRequestBytes is the largest object one write may store
+	// (--max-request-bytes); zero is DefaultMaxRequestBytes.
+	MaxRequestBytes int64
 }
 
 // Server is the Kubernetes REST API of one node, plus its health and
@@ -53,8 +66,14 @@ type Server struct {
 	authn        *auth.Authenticator
 	authz        auth.Authorizer
 	inflight     *inflight
-	metrics      *metrics
-	elections    func() any
+	// requestTimeout bounds a request that is not a watch, and how long
+	// any answer may wait to be written (--request-timeout).
+	requestTimeout time.Duration
+	// maxRequestBytes is the largest object one write may store
+	// (--max-request-bytes).
+	maxRequestBytes int64
+	metrics         *metrics
+	elections       func() any
 	// watchStreams is the number of open watch streams, which share a
 	// budget of writes (see flushInterval).
 	watchStreams atomic.Int64
@@ -69,6 +88,12 @@ func New(cfg Config) *Server {
 	if cfg.WriteTimeout == 0 {
 		cfg.WriteTimeout = 5 * time.Second
 	}
+	if cfg.RequestTimeout == 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.MaxRequestBytes == 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	if cfg.Registerer == nil || cfg.Gatherer == nil {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
@@ -81,6 +106,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{
 		node: cfg.Node, store: cfg.Store, logger: cfg.Logger, writeTimeout: cfg.WriteTimeout,
+		requestTimeout: cfg.RequestTimeout, maxRequestBytes: cfg.MaxRequestBytes,
 		metrics: newMetrics(cfg.Registerer), elections: cfg.Elections,
 		authn: cfg.Authenticator, authz: cfg.Authorizer,
 		inflight: newInflight(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight),

@@ -37,6 +37,8 @@ type Config struct {
 	AnonymousAuth                                               bool
 	AuthorizationMode                                           string
 	MaxRequestsInflight, MaxMutatingRequestsInflight            int
+	RequestTimeout                                              time.Duration // --request-timeout: a request that is not a watch is answered within it
+	MaxRequestBytes                                             uint64        // --max-request-bytes: the largest object one write may store
 	// Mutual TLS on the peer port (all three files, or none).
 	PeerCertFile, PeerKeyFile, PeerTrustedCAFile, PeerCertAllowedCN string
 
@@ -146,6 +148,10 @@ var cfgFlags = []cfgFlag{
 		usage: "read-only requests (get, list) under way at once; beyond it 429 with Retry-After: 1. Watches and system:masters are not counted; 0 is no limit"},
 	{name: "max-mutating-requests-inflight", arg: "N", def: "200",
 		usage: "other requests under way at once; beyond it 429; 0 is no limit"},
+	{name: "request-timeout", arg: "DURATION", def: "1m0s",
+		usage: "a request that is not a watch is answered within this, or gets a 504 timeout Status; an answer that cannot be written for this long is abandoned (> 0)"},
+	{name: "max-request-bytes", arg: "N", def: "1572864",
+		usage: "the largest object one write may store, and how far a JSON patch may grow a document (413 or 422 beyond it)"},
 	{name: "peer-cert-file", arg: "FILE",
 		usage: "PEM certificate (serverAuth and clientAuth) for mutual TLS on the peer port; needs --peer-key-file and --peer-trusted-ca-file"},
 	{name: "peer-key-file", arg: "FILE",
@@ -395,6 +401,12 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	c.MaxMutatingRequestsInflight = int(n)
+	if c.RequestTimeout, err = cfgParseDuration(src["request-timeout"], time.Millisecond); err != nil {
+		return c, err
+	}
+	if c.MaxRequestBytes, err = cfgParseUint(src["max-request-bytes"], 1024); err != nil {
+		return c, err
+	}
 	c.PeerCertFile = src["peer-cert-file"].value
 	c.PeerKeyFile = src["peer-key-file"].value
 	c.PeerTrustedCAFile = src["peer-trusted-ca-file"].value

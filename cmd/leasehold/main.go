@@ -188,6 +188,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		Authorizer:                  authz,
 		MaxRequestsInflight:         cfg.MaxRequestsInflight,
 		MaxMutatingRequestsInflight: cfg.MaxMutatingRequestsInflight,
+		RequestTimeout:              cfg.RequestTimeout,
+		MaxRequestBytes:             int64(cfg.MaxRequestBytes),
 	})
 
 	// Cancelling baseCtx ends every request still running, watches
