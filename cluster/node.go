@@ -261,7 +261,7 @@ func New(cfg Config, mux *transport.Mux) (*Node, error) {
 		Stream:  mux.RaftLayer(),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  cfg.Logger.Named("raft-net"),
+		Logger:  mux.RaftLogger(cfg.Logger.Named("raft-net")),
 	})
 	n.selfAddr = string(n.trans.LocalAddr())
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/leasehold/leasehold/internal/quietlog"
 )
 
 // The first byte a dialer writes on a peer connection says what it carries.
@@ -37,6 +39,10 @@ type Config struct {
 	// CA on both ends. Nil means plain TCP.
 	TLS    *PeerTLS
 	Logger hclog.Logger
+	// GarbageLog, if set, takes the lines about connections that anyone
+	// can cause: failed handshakes, unknown connection types and
+	// (RaftLogger) Raft's undecodable commands, a few a second at most.
+	GarbageLog *quietlog.Limiter
 }
 
 // Mux owns the peer port: it accepts connections, reads their first byte and
@@ -168,7 +174,7 @@ func (m *Mux) route(raw net.Conn) {
 				// Closed before sending a byte: a port probe.
 				m.logger.Debug("peer connection closed before the TLS handshake", "remote", raw.RemoteAddr())
 			default:
-				m.logger.Warn("peer connection refused: TLS handshake failed", "remote", raw.RemoteAddr(), "error", err)
+				m.garbage("peer connection refused: TLS handshake failed", "remote", raw.RemoteAddr(), "error", err)
 			}
 			m.untrack(raw)
 			raw.Close()
@@ -203,7 +209,7 @@ func (m *Mux) route(raw net.Conn) {
 		m.untrack(raw)
 		c.Close()
 	default:
-		m.logger.Warn("peer connection with unknown type", "type", b[0], "remote", c.RemoteAddr())
+		m.garbage("peer connection with unknown type", "type", b[0], "remote", c.RemoteAddr())
 		m.untrack(raw)
 		c.Close()
 	}
@@ -330,4 +336,23 @@ func (l raftLayer) Addr() net.Addr { return l.m.ln.Addr() }
 
 func (l raftLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	return l.m.dial(string(addr), connRaft, timeout)
+}
+
+// garbage logs a warning about a connection anyone could have made.
+func (m *Mux) garbage(msg string, args ...any) {
+	if m.cfg.GarbageLog != nil {
+		m.cfg.GarbageLog.Warn(msg, args...)
+		return
+	}
+	m.logger.Warn(msg, args...)
+}
+
+// RaftLogger is the logger for Raft's transport on this port: its
+// warnings and errors, which a stranger's bytes cause one per connection,
+// go through GarbageLog when it is set.
+func (m *Mux) RaftLogger(l hclog.Logger) hclog.Logger {
+	if m.cfg.GarbageLog == nil {
+		return l
+	}
+	return m.cfg.GarbageLog.Logger(l)
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/grpclog"
 	"k8s.io/klog/v2"
 
 	"github.com/leasehold/leasehold/auth"
@@ -34,6 +35,7 @@ import (
 	"github.com/leasehold/leasehold/election"
 	"github.com/leasehold/leasehold/fsm/state"
 	"github.com/leasehold/leasehold/httpapi"
+	"github.com/leasehold/leasehold/internal/quietlog"
 	"github.com/leasehold/leasehold/policy"
 	"github.com/leasehold/leasehold/registry"
 	"github.com/leasehold/leasehold/transport"
@@ -107,7 +109,21 @@ func serve(cfg Config, logger hclog.Logger) error {
 	if cfg.PeerCertFile != "" {
 		peerTLS = &transport.PeerTLS{CertFile: cfg.PeerCertFile, KeyFile: cfg.PeerKeyFile, TrustedCAFile: cfg.PeerTrustedCAFile, AllowedCN: cfg.PeerCertAllowedCN}
 	}
-	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, DialRewrite: rewrite, TLS: peerTLS, Logger: logger.Named("transport")})
+	// What strangers send the three ports (bad handshakes, garbage
+	// frames) is counted whole and logged a few lines a second per port.
+	garbage := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasehold_connection_errors_total",
+		Help: "Failed handshakes, garbage and broken connections on each port (api, peer, etcd); the log shows a few a second.",
+	}, []string{"port"})
+	garbageLog := func(port string) *quietlog.Limiter {
+		return quietlog.New(logger.Named(port), garbage.WithLabelValues(port))
+	}
+	// gRPC logs through one process-wide logger: its warnings and errors
+	// are the etcd port's handshakes and broken connections.
+	etcdLog := garbageLog("etcd").Writer()
+	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, etcdLog, etcdLog))
+	mux, err := transport.Listen(transport.Config{Addr: cfg.PeerAddr, DialRewrite: rewrite, TLS: peerTLS,
+		Logger: logger.Named("transport"), GarbageLog: garbageLog("peer")})
 	if err != nil {
 		return err
 	}
@@ -122,7 +138,11 @@ func serve(cfg Config, logger hclog.Logger) error {
 		peers[i] = cluster.Peer{Name: p.Name, Addr: p.Addr}
 	}
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h2Errors := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "leasehold_api_http2_errors_total",
+		Help: "HTTP/2 connection and stream errors on the API port, by Go's name for them (too_many_early_resets, ...).",
+	}, []string{"type"})
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), garbage, h2Errors)
 	// Raft's and boltdb's own timings (commit, FSM apply, fsync) go to a
 	// process-wide go-metrics sink; this process runs one node, so it is ours.
 	if err := cluster.RegisterRaftMetrics(reg); err != nil {
@@ -203,13 +223,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		elections.Run(baseCtx)
 	}()
 	go policyController.Run(baseCtx)
-	srv, err := apiServer(api.Handler(), cert, authn.ClientCAs())
-	if err != nil {
-		node.Close()
-		return fmt.Errorf("API server: %w", err)
-	}
+	srv := apiServer(api.Handler(), cert, authn.ClientCAs(), cfg.RequestTimeout, garbageLog("api"), h2Errors)
 	srv.BaseContext = func(net.Listener) context.Context { return baseCtx }
-	srv.ErrorLog = logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {
 		node.Close()
