@@ -38,6 +38,11 @@ const (
 	CmdLeaseGrant     CommandType = 8
 	CmdLeaseKeepAlive CommandType = 9
 	CmdLeaseRevoke    CommandType = 10
+	// CmdAlarm raises (AlarmAction 1, etcd's ACTIVATE) or clears (2,
+	// DEACTIVATE) the cluster's alarm Alarm (etcd's AlarmType: 1 is
+	// NOSPACE), written from feature level 3. Apply also raises NOSPACE
+	// itself, at the write that would pass its command's Quota.
+	CmdAlarm CommandType = 11
 
 	skippable CommandType = 0x80
 )
@@ -75,6 +80,8 @@ func (t CommandType) String() string {
 		return "lease-keepalive"
 	case CmdLeaseRevoke:
 		return "lease-revoke"
+	case CmdAlarm:
+		return "alarm"
 	}
 	return fmt.Sprintf("type-%d", uint8(t))
 }
@@ -107,7 +114,23 @@ type Command struct {
 	Revision uint64
 	// LeaseID and TTL (seconds) are the etcd lease commands'.
 	LeaseID, TTL uint64
+	// Quota, when non-zero, is the most stored data (state.StoredBytes)
+	// a write may leave: one that would pass it raises the NOSPACE alarm
+	// and is refused. The node that proposes the write sets it from its
+	// --quota-backend-bytes, from feature level 3: being in the entry, it
+	// is the same on every node however their flags differ.
+	Quota uint64
+	// AlarmAction and Alarm are CmdAlarm's, numbered as etcd's
+	// AlarmRequest.AlarmAction and AlarmType.
+	AlarmAction, Alarm uint64
 }
+
+// etcd's alarm numbers (etcdserverpb.AlarmType, AlarmRequest_AlarmAction).
+const (
+	AlarmNoSpace    = 1
+	AlarmActivate   = 1
+	AlarmDeactivate = 2
+)
 
 // Payload layout after the type byte (version 1 of every type): a uvarint
 // field count, then per field a uvarint tag and a uvarint-length-prefixed
@@ -126,6 +149,9 @@ const (
 	tagRevision  = 10
 	tagLeaseID   = 11
 	tagTTL       = 12
+	tagQuota     = 13
+	tagAlarmAct  = 14
+	tagAlarm     = 15
 )
 
 // Encode returns the log entry bytes for c.
@@ -169,6 +195,15 @@ func (c *Command) Encode() []byte {
 	}
 	if c.TTL != 0 {
 		add(tagTTL, c.TTL)
+	}
+	if c.Quota != 0 {
+		add(tagQuota, c.Quota)
+	}
+	if c.AlarmAction != 0 {
+		add(tagAlarmAct, c.AlarmAction)
+	}
+	if c.Alarm != 0 {
+		add(tagAlarm, c.Alarm)
 	}
 	b = binary.AppendUvarint(b, uint64(len(fields)))
 	for _, f := range fields {
@@ -216,7 +251,7 @@ func DecodeCommand(data []byte) (*Command, error) {
 			}
 		case tagExpectUID:
 			c.ExpectUID = string(r.bytes())
-		case tagLevel, tagRevision, tagLeaseID, tagTTL:
+		case tagLevel, tagRevision, tagLeaseID, tagTTL, tagQuota, tagAlarmAct, tagAlarm:
 			inner := reader{b: r.bytes()}
 			v := inner.uvarint()
 			if inner.err != nil && r.err == nil {
@@ -231,6 +266,12 @@ func DecodeCommand(data []byte) (*Command, error) {
 				c.LeaseID = v
 			case tagTTL:
 				c.TTL = v
+			case tagQuota:
+				c.Quota = v
+			case tagAlarmAct:
+				c.AlarmAction = v
+			case tagAlarm:
+				c.Alarm = v
 			}
 		case tagPrefix:
 			c.Prefix = string(r.bytes())

@@ -307,6 +307,7 @@ func TestCommandTypeString(t *testing.T) {
 		CmdUpdate:     "update",
 		CmdDelete:     "delete",
 		CmdNoop:       "noop",
+		CmdAlarm:      "alarm",
 		0:             "type-0",
 		skippable | 1: "type-129",
 	} {
@@ -338,6 +339,9 @@ var goldenCommands = []struct {
 	}},
 	{"noop", Command{Type: CmdNoop}},
 	{"skippable_unknown", Command{Type: skippable | 0x3f, Resource: "leases", Name: "x"}},
+	{"create_quota", Command{Type: CmdCreate, Resource: "leases", Object: []byte{0x0a, 0x02, 'o', 'k'}, Quota: 2147483648}},
+	{"alarm_activate", Command{Type: CmdAlarm, AlarmAction: AlarmActivate, Alarm: AlarmNoSpace}},
+	{"alarm_deactivate", Command{Type: CmdAlarm, AlarmAction: AlarmDeactivate, Alarm: AlarmNoSpace}},
 }
 
 func TestGoldenCommands(t *testing.T) {

@@ -446,6 +446,9 @@ func (f *FSM) applyTxn(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *Res
 	if err := f.prepare(txn, keys, l.Index, plan, puts, map[string]bool{}); err != nil {
 		return &Result{Err: err}
 	}
+	if err := admit(txn, l.Index, cmd, f.txnGrowth(txn, keys, plan, puts)); err != nil {
+		return &Result{Err: err}
+	}
 	resp := f.execute(txn, keys, l.Index, plan, puts, at)
 	rev, _ := txn.Revision()
 	resp.Header = &etcdserverpb.ResponseHeader{Revision: int64(max(rev, 1))}
@@ -529,6 +532,30 @@ func (f *FSM) prepare(txn *state.Txn, keys EtcdKeys, idx uint64, p *txnPlan, put
 		}
 	}
 	return nil
+}
+
+// txnGrowth is how much a prepared plan would grow the stored data: what
+// its puts store less what they replace, less what its deletes remove.
+// No key is written twice (prepare), so each counts once.
+func (f *FSM) txnGrowth(txn *state.Txn, keys EtcdKeys, p *txnPlan, puts map[*etcdserverpb.PutRequest]*state.Object) int64 {
+	var grow int64
+	for i, op := range p.ops {
+		switch r := op.Request.(type) {
+		case *etcdserverpb.RequestOp_RequestPut:
+			o := puts[r.RequestPut]
+			grow += f.storedSize(o)
+			if cur := txn.Get(o.Key()); cur != nil {
+				grow -= f.storedSize(cur)
+			}
+		case *etcdserverpb.RequestOp_RequestDeleteRange:
+			for _, o := range keys.Range(txn, string(r.RequestDeleteRange.Key), string(r.RequestDeleteRange.RangeEnd)) {
+				grow -= f.storedSize(o)
+			}
+		case *etcdserverpb.RequestOp_RequestTxn:
+			grow += f.txnGrowth(txn, keys, p.nested[i], puts)
+		}
+	}
+	return grow
 }
 
 // execute runs a prepared plan.
@@ -700,10 +727,15 @@ func (f *FSM) applyLease(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *R
 		b = binary.AppendVarint(b, at+ttl*1e9)
 		r := &RawValue{ObjectMeta: metav1.ObjectMeta{Name: k.Name, ResourceVersion: strconv.FormatUint(l.Index, 10)}, Value: b}
 		o := state.NewObject(LeaseResource, l.Index, r, nil)
+		grow := f.storedSize(o)
 		if cur == nil {
 			o.CreateRV, o.KeyVersion = l.Index, 1
 		} else {
 			o.CreateRV, o.KeyVersion = cur.CreateRV, cur.KeyVersion+1
+			grow -= f.storedSize(cur)
+		}
+		if err := admit(txn, l.Index, cmd, grow); err != nil {
+			return &Result{Err: err}
 		}
 		txn.Put(o, cur, at)
 		return &Result{Object: o}

@@ -112,7 +112,11 @@ func New(st *state.Store, types Types, logger hclog.Logger) *FSM {
 		logger = hclog.NewNullLogger()
 	}
 	st.SetPriorOf(new(priors).of)
-	return &FSM{state: st, types: types, logger: logger, copies: storedCopies{}}
+	f := &FSM{state: st, types: types, logger: logger, copies: storedCopies{}}
+	// The store calls it from Apply and Restore, on the FSM goroutine,
+	// which owns f.copies.
+	st.SetSizeOf(f.storedSize)
+	return f
 }
 
 // State is the store the FSM writes.
@@ -156,6 +160,10 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if cur := txn.Get(k); cur != nil {
 			return &Result{Err: &state.Error{Code: state.AlreadyExists, Key: k, RV: cur.RV, UID: cur.UID()}}
 		}
+		// The object's stored encoding is the command's (unmarshal).
+		if err := admit(txn, l.Index, cmd, keySize(k)+int64(len(cmd.Object))); err != nil {
+			return &Result{Err: err}
+		}
 		obj.CreateRV, obj.KeyVersion = l.Index, 1
 		txn.Put(obj, nil, at)
 		return &Result{Object: obj}
@@ -175,6 +183,9 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		}
 		if bytes.Equal(cmd.Object, f.buf) {
 			return &Result{Object: cur}
+		}
+		if err := admit(txn, l.Index, cmd, int64(len(cmd.Object))-int64(len(f.buf))); err != nil {
+			return &Result{Err: err}
 		}
 		shareUnchanged(obj, cur)
 		obj.CreateRV, obj.KeyVersion = cur.CreateRV, cur.KeyVersion+1
@@ -201,6 +212,8 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		return &Result{}
 	case CmdLeaseGrant, CmdLeaseKeepAlive, CmdLeaseRevoke:
 		return f.applyLease(txn, l, cmd, at)
+	case CmdAlarm:
+		return applyAlarm(txn, l.Index, cmd)
 	case CmdFeatureLevel:
 		if cmd.Level > MaxFeatureLevel {
 			// Stopping beats applying later entries this release may
@@ -216,6 +229,81 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		return &Result{}
 	}
 	panic(fmt.Sprintf("fsm: entry %d: unknown command type %d", l.Index, uint8(cmd.Type)))
+}
+
+// storedSize is what o counts toward the stored data, which the quota
+// bounds: its key and its stored encoding. The encoding is byte for byte
+// the one its command carried (Data, or else Obj encodes back to it:
+// unmarshal), so every node counts the same, whatever its release. Called
+// only on the FSM goroutine (it uses f.copies).
+func (f *FSM) storedSize(o *state.Object) int64 {
+	k := o.Key()
+	if data := o.Data(); data != nil {
+		return keySize(k) + int64(len(data))
+	}
+	s, err := f.copies.withoutRV(o)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: size of %s: %v", k, err))
+	}
+	return keySize(k) + int64(s.Size())
+}
+
+func keySize(k state.Key) int64 { return int64(len(k.Resource) + len(k.Namespace) + len(k.Name)) }
+
+// NoSpaceError refuses a write that would grow the stored data while the
+// NOSPACE alarm is on, or past its command's quota (which raises the
+// alarm). Nothing was written.
+type NoSpaceError struct {
+	// Quota is the quota the write was judged by (its command's; 0 if it
+	// carried none), Stored the stored data before it, Grow how much it
+	// would have added.
+	Quota, Stored, Grow uint64
+}
+
+func (e *NoSpaceError) Error() string {
+	return fmt.Sprintf("database space exceeded: %d bytes stored, the write would add %d, the quota is %d bytes", e.Stored, e.Grow, e.Quota)
+}
+
+// admit decides whether a write at idx that changes the stored data by
+// grow bytes may go ahead. One that does not grow it always may: a Lease
+// renewal, a change of holder of the same size, a delete keep working on a
+// full store, so no holder loses its Lease because the store is full
+// (etcd refuses every put then). One that grows it is refused while the
+// NOSPACE alarm is on, and raises the alarm when it would pass its
+// command's quota. The quota is the command's, not this node's flag, and
+// grow is computed here from the state at idx, so every node decides
+// alike.
+func admit(txn *state.Txn, idx uint64, cmd *Command, grow int64) error {
+	if grow <= 0 {
+		return nil
+	}
+	stored := txn.StoredBytes()
+	if txn.NoSpace() == 0 {
+		if cmd.Quota == 0 || stored+grow <= int64(cmd.Quota) {
+			return nil
+		}
+		txn.SetNoSpace(idx)
+	}
+	return &NoSpaceError{Quota: cmd.Quota, Stored: uint64(stored), Grow: uint64(grow)}
+}
+
+// applyAlarm raises or clears the NOSPACE alarm, the only one leasehold
+// has. Raising it again keeps the index it was first raised at.
+func applyAlarm(txn *state.Txn, idx uint64, cmd *Command) *Result {
+	if cmd.Alarm != AlarmNoSpace {
+		return &Result{Err: &EtcdError{Message: fmt.Sprintf("etcdserver: leasehold has no alarm of type %d", cmd.Alarm)}}
+	}
+	switch cmd.AlarmAction {
+	case AlarmActivate:
+		if txn.NoSpace() == 0 {
+			txn.SetNoSpace(idx)
+		}
+	case AlarmDeactivate:
+		txn.SetNoSpace(0)
+	default:
+		return &Result{Err: &EtcdError{Message: fmt.Sprintf("etcdserver: unknown alarm action %d", cmd.AlarmAction)}}
+	}
+	return &Result{}
 }
 
 // newTombstone is the last state of cur, deleted at idx: o, its object

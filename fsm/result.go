@@ -16,11 +16,12 @@ const (
 	resTagResource  = 2 // the object's, or the refusal's key
 	resTagNamespace = 3
 	resTagName      = 4
-	resTagRV        = 5 // the object's, or the stored object's in a refusal
-	resTagUID       = 6 // a refusal's stored uid
-	resTagObject    = 7 // the object's stored encoding (resourceVersion unset)
-	resTagTxn       = 8 // an etcd txn's response
-	resTagEtcdError = 9 // an etcd command's refusal
+	resTagRV        = 5  // the object's, or the stored object's in a refusal
+	resTagUID       = 6  // a refusal's stored uid
+	resTagObject    = 7  // the object's stored encoding (resourceVersion unset)
+	resTagTxn       = 8  // an etcd txn's response
+	resTagEtcdError = 9  // an etcd command's refusal
+	resTagNoSpace   = 10 // a NoSpaceError: uvarint quota, stored, grow
 )
 
 // EncodeResult returns res as the leader sends it back.
@@ -48,6 +49,10 @@ func EncodeResult(res *Result) ([]byte, error) {
 	}
 	if ee, ok := res.Err.(*EtcdError); ok {
 		field(resTagEtcdError, []byte(ee.Message))
+	} else if ns, ok := res.Err.(*NoSpaceError); ok {
+		v := binary.AppendUvarint(nil, ns.Quota)
+		v = binary.AppendUvarint(v, ns.Stored)
+		field(resTagNoSpace, binary.AppendUvarint(v, ns.Grow))
 	} else if se, ok := res.Err.(*state.Error); ok {
 		num(resTagCode, uint64(se.Code))
 		str(resTagResource, se.Key.Resource)
@@ -86,6 +91,7 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 		resource, objResc string
 		txn               []byte
 		etcdErr           *EtcdError
+		noSpace           *NoSpaceError
 	)
 	r := reader{b: data}
 	n := r.uvarint()
@@ -117,6 +123,12 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 			txn = r.bytes()
 		case resTagEtcdError:
 			etcdErr = &EtcdError{Message: string(r.bytes())}
+		case resTagNoSpace:
+			inner := reader{b: r.bytes()}
+			noSpace = &NoSpaceError{Quota: inner.uvarint(), Stored: inner.uvarint(), Grow: inner.uvarint()}
+			if inner.err != nil && r.err == nil {
+				r.err = inner.err
+			}
 		default:
 			r.bytes()
 		}
@@ -127,6 +139,9 @@ func (f *FSM) DecodeResult(data []byte) (*Result, error) {
 	res := &Result{Txn: txn}
 	if etcdErr != nil {
 		res.Err = etcdErr
+	}
+	if noSpace != nil {
+		res.Err = noSpace
 	}
 	if code != 0 {
 		key.Resource = resource

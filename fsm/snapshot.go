@@ -60,6 +60,10 @@ const (
 	recFeatureLevel = 5
 	// recCompacted (format 5) holds the etcd API's compacted revision.
 	recCompacted = 6
+	// recAlarm holds a raised alarm: uvarint type (AlarmNoSpace), uvarint
+	// index of the entry that raised it. Only commands of feature level 3
+	// raise one, so a snapshot holds it only when every member reads it.
+	recAlarm = 7
 
 	// maxRecord bounds one record; objects are limited to 3 MiB on the API.
 	maxRecord = 64 << 20
@@ -78,12 +82,13 @@ type snapshot struct {
 	applied   uint64
 	level     uint32
 	compacted uint64
+	noSpace   uint64
 }
 
 func newSnapshot(st *state.Store) *snapshot {
 	objs, history, dropped, applied := st.Dump()
 	_, compacted := st.Revision()
-	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: st.FeatureLevel(), compacted: compacted}
+	return &snapshot{objs: objs, history: history, dropped: dropped, applied: applied, level: st.FeatureLevel(), compacted: compacted, noSpace: st.NoSpace()}
 }
 
 // format is the snapshot format the cluster's feature level allows.
@@ -156,6 +161,13 @@ func (s *snapshot) write(w io.Writer) error {
 	if format >= 5 && s.compacted > 0 {
 		rec = binary.AppendUvarint(rec[:0], s.compacted)
 		if err := put(recCompacted); err != nil {
+			return err
+		}
+	}
+	if s.noSpace > 0 {
+		rec = binary.AppendUvarint(rec[:0], AlarmNoSpace)
+		rec = binary.AppendUvarint(rec, s.noSpace)
+		if err := put(recAlarm); err != nil {
 			return err
 		}
 	}
@@ -348,6 +360,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 		applied, dropped uint64
 		sawIndex         bool
 		level, compacted uint64
+		noSpace          uint64
 	)
 	versions := versionReader{f: f, format: format}
 	if format == 1 {
@@ -380,6 +393,12 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			}
 		case recCompacted:
 			compacted = r.uvarint()
+		case recAlarm:
+			typ, at := r.uvarint(), r.uvarint()
+			if r.err == nil && typ != AlarmNoSpace {
+				return fmt.Errorf("restore: alarm of unknown type %d", typ)
+			}
+			noSpace = at
 		case recObject:
 			o, err := versions.next(r, true)
 			if err != nil {
@@ -427,6 +446,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 			f.state.Replace(objs, events, dropped, applied)
 			f.state.SetFeatureLevel(uint32(level))
 			f.state.SetCompacted(compacted)
+			f.state.SetNoSpace(noSpace)
 			f.logger.Info("restored snapshot", "objects", len(objs), "events", len(events), "applied", applied)
 			if len(objs)+len(events) >= largeSnapshotEvents {
 				// As after Persist: decoding a large snapshot leaves

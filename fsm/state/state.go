@@ -138,6 +138,14 @@ type Store struct {
 	// (etcd's store revision); compacted is the revision the etcd API's
 	// Compact asked for (see Txn.Compact).
 	revision, compacted uint64
+	// sizeOf is what an object counts toward the stored data (see
+	// SetSizeOf); storedBytes the sum of it over the objects at the
+	// applied index. noSpace is the index of the entry that raised the
+	// NOSPACE alarm, 0 while it is off. All three are replicated state:
+	// every node has the same at the same index.
+	sizeOf      func(*Object) int64
+	storedBytes int64
+	noSpace     uint64
 }
 
 // Config bounds what the store retains.
@@ -211,6 +219,39 @@ func (s *Store) SetPriorOf(priorOf func(next, prev *Object) Prior) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.history.priorOf = priorOf
+}
+
+// SetSizeOf sets what each object counts toward the stored data
+// (StoredBytes): a pure function of the object, the same on every node.
+// Without it nothing is counted. Call it before the first write.
+func (s *Store) SetSizeOf(sizeOf func(*Object) int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sizeOf = sizeOf
+}
+
+// StoredBytes is the stored data at the applied index: the sum of what
+// each object counts (SetSizeOf).
+func (s *Store) StoredBytes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.storedBytes
+}
+
+// NoSpace is the index of the entry that raised the NOSPACE alarm, 0
+// while it is off.
+func (s *Store) NoSpace() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.noSpace
+}
+
+// SetNoSpace sets the NOSPACE alarm of a state just restored from a
+// snapshot (after Replace).
+func (s *Store) SetNoSpace(idx uint64) {
+	s.mu.Lock()
+	s.noSpace = idx
+	s.mu.Unlock()
 }
 
 // AppliedIndex is the index of the last log entry whose effects are visible
@@ -488,9 +529,13 @@ type Txn struct {
 	root      *node
 	level     uint32 // a feature level raised in this batch, or 0
 	compacted uint64 // a compaction asked for in this batch, or 0
-	changed   bool
-	views     []view
-	events    []Event
+	// stored and noSpace are the store's, as this batch's entries left
+	// them so far.
+	stored  int64
+	noSpace uint64
+	changed bool
+	views   []view
+	events  []Event
 }
 
 type view struct {
@@ -501,7 +546,26 @@ type view struct {
 // Begin starts a write transaction. Only the FSM goroutine calls it, and at
 // most one is open at a time.
 func (s *Store) Begin() *Txn {
-	return &Txn{s: s, root: s.root}
+	return &Txn{s: s, root: s.root, stored: s.storedBytes, noSpace: s.noSpace}
+}
+
+// StoredBytes is the stored data with this transaction's writes.
+func (t *Txn) StoredBytes() int64 { return t.stored }
+
+// NoSpace is the index of the entry that raised the NOSPACE alarm, this
+// transaction's entries included; 0 while it is off.
+func (t *Txn) NoSpace() uint64 { return t.noSpace }
+
+// SetNoSpace raises the NOSPACE alarm at idx, or clears it (0), when the
+// commit publishes.
+func (t *Txn) SetNoSpace(idx uint64) { t.noSpace = idx }
+
+// size is what o counts toward the stored data (0 for nil).
+func (t *Txn) size(o *Object) int64 {
+	if o == nil || t.s.sizeOf == nil {
+		return 0
+	}
+	return t.s.sizeOf(o)
 }
 
 // Get returns the current object under k, including earlier writes of this
@@ -530,6 +594,7 @@ func (t *Txn) Compact(rev uint64) { t.compacted = max(t.compacted, rev) }
 // Put stores o (created when prev is nil, modified otherwise) at o.RV.
 func (t *Txn) Put(o, prev *Object, appendedAt int64) {
 	t.root = t.root.insert(o.ID(), o)
+	t.stored += t.size(o) - t.size(prev)
 	e := Event{Type: Added, RV: o.RV, Object: o, At: appendedAt}
 	if prev != nil {
 		e.Type, e.Prior = Modified, prev
@@ -545,6 +610,7 @@ func (t *Txn) Delete(tombstone, prev *Object, appendedAt int64) {
 	if t.root, found = t.root.remove(tombstone.ID()); !found {
 		panic(fmt.Sprintf("state: delete %s: not found", tombstone.Key()))
 	}
+	t.stored -= t.size(prev)
 	t.changed = true
 	t.events = append(t.events, Event{Type: Deleted, RV: tombstone.RV, Object: tombstone, Prior: prev, At: appendedAt})
 }
@@ -580,6 +646,7 @@ func (t *Txn) Commit(idx uint64) {
 	}
 	s.featureLevel = max(s.featureLevel, t.level)
 	s.compacted = max(s.compacted, t.compacted)
+	s.storedBytes, s.noSpace = t.stored, t.noSpace
 	if n := len(t.events); n > 0 {
 		s.revision = t.events[n-1].RV
 	}
@@ -593,18 +660,24 @@ func (t *Txn) Commit(idx uint64) {
 
 // Replace swaps in a whole new state (from a Raft snapshot). Watchers see a
 // new generation and must resume from a fresh list. The revision is the
-// newest RV among objects, events and dropped events.
+// newest RV among objects, events and dropped events. The NOSPACE alarm
+// is off until SetNoSpace.
 func (s *Store) Replace(objs []*Object, events []Event, dropped, applied uint64) {
 	root := newTree(objs)
 	rev := dropped
+	var stored int64
 	for _, o := range objs {
 		rev = max(rev, o.RV)
+		if s.sizeOf != nil { // set once, before the first write
+			stored += s.sizeOf(o)
+		}
 	}
 	if n := len(events); n > 0 {
 		rev = max(rev, events[n-1].RV)
 	}
 	s.mu.Lock()
 	s.revision = rev
+	s.storedBytes, s.noSpace = stored, 0
 	s.root = root
 	s.published = root
 	s.applied = applied
