@@ -71,6 +71,12 @@ type Config struct {
 	// WrapRaftStore, if set, wraps raft.db's log and stable store below
 	// the disk gate; tests make a sick disk with it.
 	WrapRaftStore func(RaftStore) RaftStore
+	// QuotaBackendBytes (--quota-backend-bytes) is the most stored data
+	// a write this node proposes may leave; MaxRequestBytes
+	// (--max-request-bytes) the largest object or etcd transaction it
+	// proposes. Zero means no limit (quota.go).
+	QuotaBackendBytes uint64
+	MaxRequestBytes   uint64
 
 	State  state.Config
 	Logger hclog.Logger
@@ -391,6 +397,10 @@ func (n *Node) WaitLeader(ctx context.Context) (name, addr string, err error) {
 // the command (no leader, leadership moving) it is tried again; nothing
 // was written then.
 func (n *Node) Apply(ctx context.Context, cmd *fsm.Command) (*fsm.Result, error) {
+	cmd, err := n.limit(cmd)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.WriteTimeout)
 	defer cancel()
 	data := cmd.Encode()

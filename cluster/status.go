@@ -21,6 +21,11 @@ type Status struct {
 	Version      string      `json:"version"`
 	DBSize       int64       `json:"dbSize"`
 	FeatureLevel uint32      `json:"featureLevel"`
+	// StoredBytes is the stored data (objects' keys and encodings) that
+	// QuotaBackendBytes bounds; Alarms the raised alarms ("NOSPACE").
+	StoredBytes       int64    `json:"storedBytes"`
+	QuotaBackendBytes uint64   `json:"quotaBackendBytes,omitempty"`
+	Alarms            []string `json:"alarms,omitempty"`
 }
 
 // LeaderInfo names the leader.
@@ -48,6 +53,12 @@ func (n *Node) Status() Status {
 		APIURL:       n.cfg.APIURL,
 		Version:      n.cfg.Version,
 		FeatureLevel: n.FeatureLevel(),
+
+		StoredBytes:       n.state.StoredBytes(),
+		QuotaBackendBytes: n.cfg.QuotaBackendBytes,
+	}
+	if n.state.NoSpace() != 0 {
+		st.Alarms = []string{"NOSPACE"}
 	}
 	if fi, err := os.Stat(filepath.Join(n.cfg.DataDir, "raft.db")); err == nil {
 		st.DBSize = fi.Size()

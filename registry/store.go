@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -92,6 +93,11 @@ func ClusterError(err error) error {
 		return err
 	case errors.Is(err, cluster.ErrNotLeader), errors.Is(err, cluster.ErrNoLeader):
 		return NotLeader("the cluster has no leader at the moment, please retry")
+	case errors.As(err, new(*cluster.TooLargeError)):
+		// etcd refuses it as "request is too large" (and kube-apiserver
+		// answers 500); the body was under kube-apiserver's 3 MiB, but
+		// what it stores is over --max-request-bytes.
+		return apierrors.NewRequestEntityTooLargeError(err.Error())
 	case errors.Is(err, cluster.ErrDiskFull):
 		// kube-apiserver's answer when etcd refuses a write for lack of
 		// space: 500, no reason, the storage's own words.
@@ -105,6 +111,23 @@ func ClusterError(err error) error {
 		return apierrors.NewTimeoutError("request did not complete: the client went away", 0)
 	}
 	return apierrors.NewInternalError(err)
+}
+
+// StatusReasonInsufficientStorage is the reason of NoSpace's 507: no
+// reason of kube-apiserver's fits (it answers 500 when etcd is full), and
+// kubectl prints the reason before the message.
+const StatusReasonInsufficientStorage metav1.StatusReason = "InsufficientStorage"
+
+// NoSpace is the 507 for a write refused because it would grow the stored
+// data past the quota or while the NOSPACE alarm is on. It says what
+// still works and what to do.
+func NoSpace(e *fsm.NoSpaceError) error {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage, Reason: StatusReasonInsufficientStorage,
+		Message: fmt.Sprintf("database space exceeded: the NOSPACE alarm is raised (%d bytes stored, this write would add %d, the quota is %d bytes: --quota-backend-bytes); "+
+			"writes that would grow the stored data are refused, while renewals, updates that do not grow an object and deletes still work; "+
+			"free space by deleting objects, then clear the alarm with `leaseholdctl alarm disarm`", e.Stored, e.Grow, e.Quota),
+	}}
 }
 
 // NotLeader is the 503 for a request this node could not serve because it
@@ -328,7 +351,7 @@ func (s *Store) Create(ctx context.Context, r *Resource, obj Object, o WriteOpti
 			return served(r, res.Object.Obj)
 		}
 		if state.Code(res.Err) != state.AlreadyExists {
-			return nil, apierrors.NewInternalError(res.Err)
+			return nil, writeError(r, key(r, obj.GetNamespace(), obj.GetName()), res.Err)
 		}
 		if !generate {
 			return nil, apierrors.NewAlreadyExists(r.GroupResource(), obj.GetName())
@@ -580,6 +603,10 @@ func (s *Store) commitReplace(ctx context.Context, r *Resource, cur *state.Objec
 // writeError maps a refused write to its Status.
 func writeError(r *Resource, k state.Key, err error) error {
 	var se *state.Error
+	var full *fsm.NoSpaceError
+	if errors.As(err, &full) {
+		return NoSpace(full)
+	}
 	if !errors.As(err, &se) {
 		return apierrors.NewInternalError(err)
 	}
