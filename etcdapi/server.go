@@ -16,7 +16,6 @@ package etcdapi
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"sync"
 	"time"
 
@@ -49,7 +48,12 @@ type Config struct {
 	// notifications gets one while it has no events (etcd: 10 minutes;
 	// kube turns them into bookmarks). Zero means DefaultProgressNotify.
 	ProgressNotifyInterval time.Duration
-	Logger                 hclog.Logger
+	// MaxRequestBytes is --max-request-bytes: gRPC takes messages up to
+	// it plus etcd's allowance for gRPC's overhead; the node refuses a
+	// transaction larger than it (cluster.ErrRequestTooLarge). Zero means
+	// etcd's default.
+	MaxRequestBytes int
+	Logger          hclog.Logger
 }
 
 // DefaultProgressNotify is the default Config.ProgressNotifyInterval.
@@ -71,20 +75,26 @@ func New(cfg Config) *Server {
 	if cfg.ProgressNotifyInterval == 0 {
 		cfg.ProgressNotifyInterval = DefaultProgressNotify
 	}
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	return &Server{cfg: cfg, node: cfg.Node, keys: fsm.EtcdKeys{Prefix: cfg.Prefix}, log: cfg.Logger}
 }
 
-// MaxRequestBytes bounds a request as etcd's default does (1.5 MiB, plus
-// gRPC's overhead): kube-apiserver sends up to 2 MiB.
-const MaxRequestBytes = 3<<20/2 + 512<<10
+// DefaultMaxRequestBytes is etcd's --max-request-bytes, and
+// grpcOverheadBytes what etcd lets a gRPC message carry beyond it.
+const (
+	DefaultMaxRequestBytes = 3 << 20 / 2
+	grpcOverheadBytes      = 512 << 10
+)
 
 // GRPCServer returns a gRPC server with every service registered.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	opts = append([]grpc.ServerOption{
-		grpc.MaxRecvMsgSize(MaxRequestBytes),
+		grpc.MaxRecvMsgSize(s.cfg.MaxRequestBytes + grpcOverheadBytes),
 		// kube-apiserver's client pings every 30 s without streams; the
 		// default policy (5 minutes) would answer too_many_pings. etcd
 		// allows 5 s.
@@ -101,11 +111,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 }
 
 // memberID is a member's etcd id: a hash of its name.
-func memberID(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()
-}
+func memberID(name string) uint64 { return cluster.MemberID(name) }
 
 // header is a response header at revision rev (at least 1: kube-apiserver
 // takes 0 for an error).
@@ -172,8 +178,12 @@ func toGRPC(err error) error {
 		return rpctypes.ErrGRPCNoLeader
 	case errors.Is(err, cluster.ErrUnknownOutcome):
 		return rpctypes.ErrGRPCTimeoutDueToLeaderFail
-	case errors.Is(err, cluster.ErrDiskFull):
+	case errors.Is(err, cluster.ErrDiskFull), errors.As(err, new(*fsm.NoSpaceError)):
 		return rpctypes.ErrGRPCNoSpace
+	case errors.Is(err, cluster.ErrRequestTooLarge):
+		return rpctypes.ErrGRPCRequestTooLarge
+	case errors.Is(err, cluster.ErrUnsupported):
+		return status.Error(codes.FailedPrecondition, "etcdserver: not capable: "+err.Error())
 	case errors.Is(err, cluster.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
 		return rpctypes.ErrGRPCTimeout
 	case errors.Is(err, context.Canceled):
@@ -207,6 +217,48 @@ func (m *maintenanceServer) Status(ctx context.Context, _ *etcdserverpb.StatusRe
 			resp.IsLearner = mb.Suffrage != "voter"
 		}
 	}
+	return resp, nil
+}
+
+// Alarm is etcd's: GET lists the alarms (NOSPACE, listed for every
+// member: it is the cluster's), ACTIVATE raises NOSPACE, DEACTIVATE
+// clears it; each answers with the alarms it concerns, filtered by member
+// and type as etcd does (0 and NONE match all). The alarm is replicated
+// through the log; a GET reads this node's state.
+func (m *maintenanceServer) Alarm(ctx context.Context, req *etcdserverpb.AlarmRequest) (*etcdserverpb.AlarmResponse, error) {
+	match := func() []*etcdserverpb.AlarmMember {
+		var out []*etcdserverpb.AlarmMember
+		for _, a := range m.s.node.Alarms() {
+			if (req.MemberID == 0 || req.MemberID == a.MemberID) && (req.Alarm == etcdserverpb.AlarmType_NONE || req.Alarm == etcdserverpb.AlarmType_NOSPACE) {
+				out = append(out, &etcdserverpb.AlarmMember{MemberID: a.MemberID, Alarm: etcdserverpb.AlarmType_NOSPACE})
+			}
+		}
+		return out
+	}
+	resp := &etcdserverpb.AlarmResponse{}
+	switch req.Action {
+	case etcdserverpb.AlarmRequest_GET:
+		resp.Alarms = match()
+	case etcdserverpb.AlarmRequest_ACTIVATE:
+		if req.Alarm != etcdserverpb.AlarmType_NOSPACE {
+			return nil, status.Errorf(codes.InvalidArgument, "etcdserver: leasehold raises no %v alarm", req.Alarm)
+		}
+		if err := m.s.node.SetNoSpace(ctx, true); err != nil {
+			return nil, toGRPC(err)
+		}
+		resp.Alarms = match()
+	case etcdserverpb.AlarmRequest_DEACTIVATE:
+		before := match()
+		if len(before) > 0 {
+			if err := m.s.node.SetNoSpace(ctx, false); err != nil {
+				return nil, toGRPC(err)
+			}
+		}
+		resp.Alarms = before
+	default:
+		return nil, status.Errorf(codes.InvalidArgument, "etcdserver: unknown alarm action %v", req.Action)
+	}
+	resp.Header = m.s.header(m.s.revision())
 	return resp, nil
 }
 

@@ -39,6 +39,7 @@ type Config struct {
 	MaxRequestsInflight, MaxMutatingRequestsInflight            int
 	RequestTimeout                                              time.Duration // --request-timeout: a request that is not a watch is answered within it
 	MaxRequestBytes                                             uint64        // --max-request-bytes: the largest object one write may store
+	QuotaBackendBytes                                           uint64        // --quota-backend-bytes: the most stored data the cluster keeps
 	// Mutual TLS on the peer port (all three files, or none).
 	PeerCertFile, PeerKeyFile, PeerTrustedCAFile, PeerCertAllowedCN string
 
@@ -151,7 +152,9 @@ var cfgFlags = []cfgFlag{
 	{name: "request-timeout", arg: "DURATION", def: "1m0s",
 		usage: "a request that is not a watch is answered within this, or gets a 504 timeout Status; an answer that cannot be written for this long is abandoned (> 0)"},
 	{name: "max-request-bytes", arg: "N", def: "1572864",
-		usage: "the largest object one write may store, and how far a JSON patch may grow a document (413 or 422 beyond it)"},
+		usage: "the largest object, or etcd transaction, one write may store, and how far a JSON patch may grow a document (413, 422 or etcd's \"request is too large\" beyond it)"},
+	{name: "quota-backend-bytes", arg: "N", def: "2147483648",
+		usage: "the most stored data (objects' keys and encodings) the cluster keeps: a write that would pass it raises the NOSPACE alarm, and while it is on, writes that grow the stored data get 507 (etcd: \"database space exceeded\"); renewals and deletes still work. Clear it with leaseholdctl alarm disarm. 0 is no quota"},
 	{name: "peer-cert-file", arg: "FILE",
 		usage: "PEM certificate (serverAuth and clientAuth) for mutual TLS on the peer port; needs --peer-key-file and --peer-trusted-ca-file"},
 	{name: "peer-key-file", arg: "FILE",
@@ -405,6 +408,9 @@ func cfgBuild(src map[string]cfgSource) (Config, error) {
 		return c, err
 	}
 	if c.MaxRequestBytes, err = cfgParseUint(src["max-request-bytes"], 1024); err != nil {
+		return c, err
+	}
+	if c.QuotaBackendBytes, err = cfgParseUint(src["quota-backend-bytes"], 0); err != nil {
 		return c, err
 	}
 	c.PeerCertFile = src["peer-cert-file"].value

@@ -25,7 +25,7 @@ import (
 // by --client-ca-file, of a user the authorizer allows everything on
 // leases and leasecandidates: the etcd API has no finer permissions.
 func startEtcd(ctx context.Context, cfg Config, node *cluster.Node, cert *servingCert, authn *auth.Authenticator, authz auth.Authorizer, logger hclog.Logger) (*grpc.Server, error) {
-	srv := etcdapi.New(etcdapi.Config{Node: node, Prefix: cfg.EtcdPrefix, Logger: logger})
+	srv := etcdapi.New(etcdapi.Config{Node: node, Prefix: cfg.EtcdPrefix, MaxRequestBytes: int(cfg.MaxRequestBytes), Logger: logger})
 	var opts []grpc.ServerOption
 	if cert != nil {
 		if authn.ClientCAs() == nil {

@@ -162,6 +162,8 @@ func serve(cfg Config, logger hclog.Logger) error {
 		HeartbeatTimeout:  cfg.HeartbeatTimeout,
 		WriteTimeout:      cfg.WriteTimeout,
 		DiskStallTimeout:  cfg.DiskStallTimeout,
+		QuotaBackendBytes: cfg.QuotaBackendBytes,
+		MaxRequestBytes:   cfg.MaxRequestBytes,
 		State:             state.Config{HistoryEvents: int(cfg.WatchHistory), HistoryAge: cfg.WatchHistoryAge},
 		Logger:            logger,
 		Registerer:        reg,
