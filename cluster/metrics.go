@@ -33,7 +33,7 @@ func newCollector(n *Node) *collector {
 		lastContact: prometheus.NewDesc("leasehold_raft_last_contact_seconds", "Time since this follower last heard from the leader (0 on the leader).", nil, nil),
 		objects:     prometheus.NewDesc("leasehold_objects", "Objects stored, by resource.", []string{"resource"}, nil),
 		history:     prometheus.NewDesc("leasehold_watch_history_events", "Events held in the watch history.", nil, nil),
-		readiness:   prometheus.NewDesc("leasehold_ready", "1 if the node is ready to serve (knows a leader and has caught up), else 0.", nil, nil),
+		readiness:   prometheus.NewDesc("leasehold_ready", "1 if the node is ready to serve, as /readyz says (a leader known, caught up, its startup checks passed), else 0.", nil, nil),
 		diskStalled: prometheus.NewDesc("leasehold_disk_stalled", "1 while a write to raft.db is past the disk stall timeout, else 0.", nil, nil),
 		diskFull:    prometheus.NewDesc("leasehold_disk_full", "1 while the disk of raft.db counts as full (a write got ENOSPC or EDQUOT, or less than the reserve is free), else 0.", nil, nil),
 	}

@@ -178,6 +178,8 @@ type Node struct {
 	readyMu     sync.Mutex
 	ready       bool
 	readyReason string
+	// startup are the conditions readiness waits for once (startup.go).
+	startup startupChecks
 
 	// members is the leader's view of the members (membership.go).
 	members members
@@ -781,14 +783,23 @@ func (n *Node) watchLeadership() {
 
 // Ready reports whether the node serves requests: its disk takes writes,
 // it knows a leader and has applied everything that leader had committed
-// when this node learned of it.
+// when this node learned of it, and every startup check (AddStartupCheck)
+// has passed. It runs on every resourceVersion=0 read: a ready node
+// answers without allocating.
 func (n *Node) Ready() (bool, string) {
 	if ok, why := n.disk.health(); !ok {
 		return false, why
 	}
 	n.readyMu.Lock()
-	defer n.readyMu.Unlock()
-	return n.ready, n.readyReason
+	ready, why := n.ready, n.readyReason
+	n.readyMu.Unlock()
+	if !ready {
+		return false, why
+	}
+	if why, pending := n.startup.pending(); pending {
+		return false, why
+	}
+	return true, why
 }
 
 // ReadyCheck is one condition of the node's readiness, as /readyz?verbose
@@ -799,9 +810,9 @@ type ReadyCheck struct {
 }
 
 // ReadyChecks lists the conditions Ready sums up, in the order Ready
-// checks them: the data directory's disk takes writes ("disk"), and the
-// node knows a leader and has applied what that leader had committed
-// ("leader").
+// checks them: the data directory's disk takes writes ("disk"), the node
+// knows a leader and has applied what that leader had committed
+// ("leader"), then the startup checks by the names they were added with.
 func (n *Node) ReadyChecks() []ReadyCheck {
 	_, disk := n.disk.health()
 	n.readyMu.Lock()
@@ -810,7 +821,15 @@ func (n *Node) ReadyChecks() []ReadyCheck {
 	if ready {
 		why = ""
 	}
-	return []ReadyCheck{{Name: "disk", Why: disk}, {Name: "leader", Why: why}}
+	checks := []ReadyCheck{{Name: "disk", Why: disk}, {Name: "leader", Why: why}}
+	for _, c := range n.startup.all() {
+		rc := ReadyCheck{Name: c.name}
+		if !c.passed.Load() {
+			rc.Why = *c.why.Load()
+		}
+		checks = append(checks, rc)
+	}
+	return checks
 }
 
 func (n *Node) setReady(ok bool, reason string) {
@@ -822,7 +841,8 @@ func (n *Node) setReady(ok bool, reason string) {
 	n.readyMu.Unlock()
 }
 
-// watchReadiness re-establishes readiness whenever the leader changes.
+// watchReadiness re-establishes readiness whenever the leader changes, and
+// asks the startup checks that have not passed yet.
 func (n *Node) watchReadiness() {
 	defer n.wg.Done()
 	t := time.NewTicker(50 * time.Millisecond)
@@ -834,6 +854,7 @@ func (n *Node) watchReadiness() {
 			return
 		case <-t.C:
 		}
+		n.startup.run(n.logger)
 		name, addr := n.Leader()
 		if addr == "" {
 			readyFor = ""

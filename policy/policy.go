@@ -50,6 +50,17 @@ func Admit(authz auth.Authorizer, store *registry.Store) func(ctx context.Contex
 // Leader tells whether this node leads the Raft cluster.
 type Leader interface{ IsLeader() bool }
 
+// BootstrapRolesCheck names the readiness check that waits for the
+// bootstrap policy, as kube-apiserver's post-start hook of that name holds
+// its /readyz.
+const BootstrapRolesCheck = "poststarthook/rbac/bootstrap-roles"
+
+// startupChecker is a node whose readiness can wait for a condition
+// (cluster.Node).
+type startupChecker interface {
+	AddStartupCheck(name string, check func() string)
+}
+
 // Controller keeps the bootstrap policy and the aggregated ClusterRoles
 // current while this node leads.
 type Controller struct {
@@ -61,11 +72,68 @@ type Controller struct {
 
 // NewController returns a controller writing through store; it reconciles
 // every interval (and as soon as this node becomes leader).
+//
+// When leader is a node whose readiness can wait (cluster.Node), the node
+// is not ready (BootstrapRolesCheck) until its own applied state holds the
+// bootstrap policy (BootstrapPending), follower or leader: a client that
+// waited for /readyz is never refused, or told a bootstrap role does not
+// exist, because the leader has not written it yet or this node has not
+// applied it. The leader writes the policy whatever the authorization
+// mode, so every node waits for it, AlwaysAllow too. The check is added
+// here, not in Run, so that it is in place before the node serves.
 func NewController(store *registry.Store, leader Leader, interval time.Duration, log hclog.Logger) *Controller {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	return &Controller{store: store, leader: leader, interval: interval, log: log}
+	c := &Controller{store: store, leader: leader, interval: interval, log: log}
+	if n, ok := leader.(startupChecker); ok {
+		n.AddStartupCheck(BootstrapRolesCheck, func() string { return BootstrapPending(store.RBACPolicy()) })
+	}
+	return c
+}
+
+// BootstrapPending says what of the bootstrap policy p still lacks, ""
+// when nothing: every bootstrap ClusterRole and ClusterRoleBinding of this
+// release is there with at least the rules and subjects Reconcile would
+// write (what it would leave alone passes: an object marked
+// autoupdate=false, rules users added), and the aggregated ClusterRoles
+// hold their aggregated rules.
+//
+// Mixed releases: a node whose release adds to the bootstrap policy stays
+// not ready under a leader of an earlier release, until a leader of its
+// own writes the addition; such a release must say so in its upgrade
+// notes. The policy is unchanged since a993056, the rolling-upgrade
+// test's earlier release.
+func BootstrapPending(p rbac.Policy) string {
+	for _, want := range rbac.ClusterRoles() {
+		existing, _ := p.GetClusterRole(want.Name)
+		if _, changed := rbac.ReconcileClusterRole(existing, want); changed {
+			return pendingReason("clusterrole", want.Name, existing == nil)
+		}
+	}
+	bindings := p.ListClusterRoleBindings()
+	for _, want := range rbac.ClusterRoleBindings() {
+		var existing *rbacv1.ClusterRoleBinding
+		for _, b := range bindings {
+			if b.Name == want.Name {
+				existing = b
+			}
+		}
+		if _, _, changed := rbac.ReconcileClusterRoleBinding(existing, want); changed {
+			return pendingReason("clusterrolebinding", want.Name, existing == nil)
+		}
+	}
+	if updates := rbac.AggregationUpdates(p.ListClusterRoles()); len(updates) > 0 {
+		return "the bootstrap RBAC policy is not in place yet: clusterrole " + updates[0].Name + " lacks its aggregated rules"
+	}
+	return ""
+}
+
+func pendingReason(kind, name string, missing bool) string {
+	if missing {
+		return "the bootstrap RBAC policy is not in place yet: " + kind + " " + name + " does not exist"
+	}
+	return "the bootstrap RBAC policy is not in place yet: " + kind + " " + name + " is not up to date"
 }
 
 // leaderPoll is how often a follower looks whether it leads now.

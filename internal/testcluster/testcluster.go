@@ -46,6 +46,9 @@ type Options struct {
 	// Cluster, if set, adjusts each member's cluster configuration before
 	// the node starts (a sick disk, for one).
 	Cluster func(name string, cfg *cluster.Config)
+	// NoWait makes New return as soon as every member serves, before any
+	// is ready: for tests of what a client sees while they get ready.
+	NoWait bool
 }
 
 // peerTLS is member name's peer TLS, nil for none.
@@ -87,8 +90,8 @@ type Cluster struct {
 	Nodes []*Node
 }
 
-// New starts n members and waits for a leader. Everything is stopped at the
-// end of the test.
+// New starts n members and waits until every one is ready (unless
+// opts.NoWait). Everything is stopped at the end of the test.
 func New(t testing.TB, n int, opts Options) *Cluster {
 	t.Helper()
 	if opts.HeartbeatTimeout == 0 {
@@ -122,7 +125,9 @@ func New(t testing.TB, n int, opts Options) *Cluster {
 			c.Stop(i)
 		}
 	})
-	c.WaitReady()
+	if !opts.NoWait {
+		c.WaitReady()
+	}
 	return c
 }
 
