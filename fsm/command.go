@@ -55,8 +55,9 @@ const (
 // level reaches it, so that no member is ever sent what it cannot apply
 // (consul#2889). A state above it is refused: this release is older than
 // the cluster. Level 2: the etcd API (CmdTxn, CmdCompact, snapshot format
-// 5 with every version's create revision and key version).
-const MaxFeatureLevel = 2
+// 5 with every version's create revision and key version). Level 3: the
+// storage quota (Command.Quota, CmdAlarm, the snapshot's alarm record).
+const MaxFeatureLevel = 3
 
 func (t CommandType) String() string {
 	switch t {
