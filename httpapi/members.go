@@ -50,6 +50,8 @@ func (s *Server) routeMembers(r *mux.Router) {
 	r.HandleFunc("/cluster/members/{name}/promote", s.leaderOnly(s.memberPromote)).Methods(http.MethodPost)
 	r.HandleFunc("/cluster/members/{name}", s.leaderOnly(s.memberRemove)).Methods(http.MethodDelete)
 	r.HandleFunc("/cluster/leader/transfer", s.leaderOnly(s.leaderTransfer)).Methods(http.MethodPost)
+	// The alarms are cluster operations too (alarms.go).
+	s.routeAlarms(r)
 }
 
 func (s *Server) memberList(w http.ResponseWriter, req *http.Request) {

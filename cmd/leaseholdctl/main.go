@@ -39,7 +39,7 @@ Commands:
                                               a quorum; a leader hands over before it goes
   leader transfer [NAME]                      to NAME, or to the most caught-up voter
   endpoint status                             per node: name, URL, leader?, term, commit, applied,
-                                              db size, version
+                                              db size, stored data, version
   endpoint health                             per node: healthy?, took, error
   snapshot save FILE                          a consistent snapshot from the cluster, with a checksum:
                                               received into FILE.part, verified, renamed to FILE
@@ -50,6 +50,10 @@ Commands:
                                               holding FILE's objects; every member restores the same
                                               file. Indexes start N (default 1000000000) above FILE's;
                                               a watch or list from an older resourceVersion gets 410
+  alarm list                                  the raised alarms, as etcdctl: memberID:<id> alarm:NOSPACE,
+                                              one line per member (NOSPACE: a write would have passed
+                                              --quota-backend-bytes)
+  alarm disarm                                clear them (free space first); prints what it cleared
 
 Cluster commands take --kubeconfig FILE (else $KUBECONFIG) for the API URL and
 credentials, or --endpoints URL,... ; -o table|json; --timeout D (default 10s).
@@ -101,6 +105,8 @@ func dispatch(args []string, stdout io.Writer) error {
 		return endpointCmd(args[1:], stdout)
 	case args[0] == "snapshot":
 		return snapshotCmd(args[1:], stdout)
+	case args[0] == "alarm":
+		return alarmCmd(args[1:], stdout)
 	}
 	return errUsage{fmt.Sprintf("unknown command %q", strings.Join(args, " "))}
 }

@@ -148,6 +148,7 @@ type endpointStatus struct {
 	CommitIndex  uint64 `json:"commitIndex"`
 	AppliedIndex uint64 `json:"appliedIndex"`
 	DBSize       int64  `json:"dbSize"`
+	StoredBytes  int64  `json:"storedBytes"`
 	Version      string `json:"version"`
 	Error        string `json:"error,omitempty"`
 }
@@ -205,10 +206,11 @@ func endpointStatuses(c *apiClient, urls []string, g *globals, stdout io.Writer)
 			CommitIndex  uint64 `json:"commitIndex"`
 			AppliedIndex uint64 `json:"appliedIndex"`
 			DBSize       int64  `json:"dbSize"`
+			StoredBytes  int64  `json:"storedBytes"`
 			Version      string `json:"version"`
 		}
 		err := c.call(ctx, http.MethodGet, u, "/cluster/status", nil, &st)
-		out[i] = endpointStatus{Name: st.Name, URL: u, Leader: st.State == "leader", Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, DBSize: st.DBSize, Version: st.Version}
+		out[i] = endpointStatus{Name: st.Name, URL: u, Leader: st.State == "leader", Term: st.Term, CommitIndex: st.CommitIndex, AppliedIndex: st.AppliedIndex, DBSize: st.DBSize, StoredBytes: st.StoredBytes, Version: st.Version}
 		if err != nil {
 			out[i].Error = err.Error()
 		}
@@ -216,9 +218,9 @@ func endpointStatuses(c *apiClient, urls []string, g *globals, stdout io.Writer)
 	})
 	return printEndpoints(g, stdout, out, failed, func() error {
 		tw := tabwriter.NewWriter(stdout, 0, 4, 3, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tURL\tLEADER\tTERM\tCOMMIT\tAPPLIED\tDB SIZE\tVERSION\tERROR")
+		fmt.Fprintln(tw, "NAME\tURL\tLEADER\tTERM\tCOMMIT\tAPPLIED\tDB SIZE\tSTORED\tVERSION\tERROR")
 		for _, e := range out {
-			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\n", dash(e.Name), e.URL, e.Leader, e.Term, e.CommitIndex, e.AppliedIndex, bytesHuman(e.DBSize), dash(e.Version), e.Error)
+			fmt.Fprintf(tw, "%s\t%s\t%v\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", dash(e.Name), e.URL, e.Leader, e.Term, e.CommitIndex, e.AppliedIndex, bytesHuman(e.DBSize), bytesHuman(e.StoredBytes), dash(e.Version), e.Error)
 		}
 		return tw.Flush()
 	})
