@@ -203,7 +203,7 @@ func (m *maintenanceServer) Status(ctx context.Context, _ *etcdserverpb.StatusRe
 		Header:           m.s.header(m.s.revision()),
 		Version:          EmulatedVersion,
 		DbSize:           st.DBSize,
-		DbSizeInUse:      st.DBSize,
+		DbSizeInUse:      st.StoredBytes, // what the quota bounds
 		RaftIndex:        st.CommitIndex,
 		RaftTerm:         st.Term,
 		RaftAppliedIndex: st.AppliedIndex,
