@@ -75,6 +75,7 @@ func TestForwardedWriteCarriesIdentity(t *testing.T) {
 		t.Helper()
 		req, _ := http.NewRequest("POST", f.URL()+"/cluster/join", strings.NewReader(`{"name":"n9","peerAddr":"127.0.0.1:9"}`))
 		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
 		for k, v := range header {
 			req.Header.Set(k, v)
 		}

@@ -112,7 +112,7 @@ func New(cfg Config) *Server {
 		inflight: newInflight(cfg.MaxRequestsInflight, cfg.MaxMutatingRequestsInflight),
 	}
 	s.router = s.routes(cfg.Gatherer)
-	s.handler = responseHeaders(s.guard(s.router))
+	s.handler = s.withRequestTimeout(responseHeaders(s.refuseForgedRequests(s.guard(s.router))))
 	cfg.Node.SetForwardHandler(s.serveForwarded)
 	return s
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"time"
 )
 
 // chunkRoom is the space kept in front of a watch stream's frames for an
@@ -21,22 +22,30 @@ const chunkRoom = 10
 // writes (each one loopback TCP's whole send and receive path) are most of
 // the CPU a watch costs. Elsewhere (HTTP/2) frames go through the response
 // writer.
+//
+// Every write has a deadline of writeTimeout (--request-timeout): a client
+// that stops reading loses its watch then, and the goroutine and buffers
+// serving it are freed.
 type watchStream struct {
-	buf     []byte // chunkRoom reserved bytes, then the frames since the last flush
-	conn    net.Conn
-	w       http.ResponseWriter
-	flusher http.Flusher
-	err     error
+	buf          []byte // chunkRoom reserved bytes, then the frames since the last flush
+	conn         net.Conn
+	w            http.ResponseWriter
+	rc           *http.ResponseController
+	writeTimeout time.Duration
+	flusher      http.Flusher
+	err          error
 }
 
 // startWatchStream sends the response headers already set on w and returns
 // the stream and a context that ends with ctx or when the client goes away.
-func startWatchStream(ctx context.Context, w http.ResponseWriter, req *http.Request) (*watchStream, context.Context, context.CancelFunc) {
+func startWatchStream(ctx context.Context, w http.ResponseWriter, req *http.Request, writeTimeout time.Duration) (*watchStream, context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(ctx)
-	s := &watchStream{buf: make([]byte, chunkRoom, 4<<10), w: w}
+	s := &watchStream{buf: make([]byte, chunkRoom, 4<<10), w: w, rc: http.NewResponseController(w), writeTimeout: writeTimeout}
 	s.flusher, _ = w.(http.Flusher)
+	s.setWriteDeadline()
 	w.WriteHeader(http.StatusOK)
 	s.flushResponse()
+	_ = s.rc.SetWriteDeadline(time.Time{})
 	if req.ProtoMajor != 1 || req.ProtoMinor < 1 || s.err != nil {
 		return s, ctx, cancel
 	}
@@ -65,6 +74,7 @@ func (s *watchStream) flush() bool {
 	if s.err != nil {
 		return false
 	}
+	s.setWriteDeadline()
 	if n := s.pending(); n > 0 {
 		if s.conn != nil {
 			// The chunk header goes right before the frames, the CRLF
@@ -83,11 +93,26 @@ func (s *watchStream) flush() bool {
 	} else if s.conn == nil {
 		s.flushResponse()
 	}
+	if s.conn == nil {
+		// HTTP/2 resets a stream whose deadline passes even with nothing
+		// to write: an idle watch must not be.
+		_ = s.rc.SetWriteDeadline(time.Time{})
+	}
 	s.buf = s.buf[:chunkRoom]
 	if cap(s.buf) > 2*maxBatch {
 		s.buf = make([]byte, chunkRoom, 4<<10) // a long initial list passed: give the memory back
 	}
 	return s.err == nil
+}
+
+// setWriteDeadline gives the next write writeTimeout to go out.
+func (s *watchStream) setWriteDeadline() {
+	d := time.Now().Add(s.writeTimeout)
+	if s.conn != nil {
+		_ = s.conn.SetWriteDeadline(d)
+		return
+	}
+	_ = s.rc.SetWriteDeadline(d)
 }
 
 func (s *watchStream) flushResponse() {

@@ -65,7 +65,7 @@ var streamBatches = [][]byte{
 func streamHandler(done chan<- error) http.HandlerFunc {
 	return func(w http.ResponseWriter, req *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		st, ctx, cancel := startWatchStream(req.Context(), w, req)
+		st, ctx, cancel := startWatchStream(req.Context(), w, req, time.Minute)
 		defer cancel()
 		defer st.close()
 		for _, b := range streamBatches {
@@ -203,7 +203,7 @@ func TestWatchStreamContextFollowsParent(t *testing.T) {
 	ended := make(chan error, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		parent, stop := context.WithCancel(req.Context())
-		st, ctx, cancel := startWatchStream(parent, w, req)
+		st, ctx, cancel := startWatchStream(parent, w, req, time.Minute)
 		defer cancel()
 		defer st.close()
 		stop()

@@ -141,7 +141,7 @@ func (s *Server) watch(w http.ResponseWriter, req *http.Request, out output, res
 	w.Header().Set("Cache-Control", "no-cache, private")
 	// Frames collect in the stream's buffer and go out in one write per
 	// flush.
-	stream, ctx, cancelStream := startWatchStream(ctx, w, req)
+	stream, ctx, cancelStream := startWatchStream(ctx, w, req, s.requestTimeout)
 	defer stream.close()
 	s.watchStreams.Add(1)
 	defer s.watchStreams.Add(-1)
