@@ -86,19 +86,15 @@ func (d *leaseDecoder) object(field func(key []byte) bool) bool {
 	if d.next('}') {
 		return true
 	}
-	var seenKeys [16][]byte
-	seen := seenKeys[:0]
+	var seen keySet
 	for {
 		key, ok := d.rawBytes()
 		if !ok || !d.next(':') {
 			return false
 		}
-		for _, k := range seen {
-			if string(k) == string(key) {
-				return false
-			}
+		if !seen.add(key) {
+			return false
 		}
-		seen = append(seen, key)
 		if !field(key) {
 			return false
 		}
@@ -109,6 +105,43 @@ func (d *leaseDecoder) object(field func(key []byte) bool) bool {
 			return false
 		}
 	}
+}
+
+// keySet is the keys of one object seen so far. The few keys of a Lease's
+// own fields are compared one by one, without allocating; past
+// len(small) keys (labels, annotations) they go into a map, so that
+// refusing a repeat stays linear in the object's size.
+type keySet struct {
+	small [16][]byte
+	n     int
+	large map[string]struct{}
+}
+
+// add reports whether key is new, adding it.
+func (s *keySet) add(key []byte) bool {
+	if s.large != nil {
+		if _, dup := s.large[string(key)]; dup {
+			return false
+		}
+		s.large[string(key)] = struct{}{}
+		return true
+	}
+	for _, k := range s.small[:s.n] {
+		if string(k) == string(key) {
+			return false
+		}
+	}
+	if s.n < len(s.small) {
+		s.small[s.n] = key
+		s.n++
+		return true
+	}
+	s.large = make(map[string]struct{}, 4*len(s.small))
+	for _, k := range s.small {
+		s.large[string(k)] = struct{}{}
+	}
+	s.large[string(key)] = struct{}{}
+	return true
 }
 
 // rawString reads a string without escapes and of valid UTF-8, whose

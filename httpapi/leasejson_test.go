@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -110,6 +113,11 @@ func FuzzLeaseJSON(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"managedFields":[{"fieldsV1":{"a":[1,-2.5e+3,true,false,null,"\u00e9\n"]},"time":"2026-01-02T03:04:05.5+01:00"}]}}`))
 	f.Add([]byte(` { "spec" : { "acquireTime" : "2026-11-29T02:56:12.775873-07:00" , "strategy" : "OldestEmulationVersion" } } `))
 	f.Add([]byte(`{"metadata":{"generation":9223372036854775807,"deletionGracePeriodSeconds":-9223372036854775808,"deletionTimestamp":"0001-01-01T00:00:00Z"}}`))
+	// More keys than the duplicate check compares one by one, with and
+	// without a repeat.
+	many := `{"metadata":{"labels":{"a":"","b":"","c":"","d":"","e":"","f":"","g":"","h":"","i":"","j":"","k":"","l":"","m":"","n":"","o":"","p":"","q":""`
+	f.Add([]byte(many + `}}}`))
+	f.Add([]byte(many + `,"r":"","c":""}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var got coordinationv1.Lease
 		if !decodeLeaseJSON(body, &got) {
@@ -148,4 +156,88 @@ func BenchmarkDecodeLeaseJSON(b *testing.B) {
 			}
 		}
 	})
+}
+
+// labelsBody is a Lease of n labels, as JSON.
+func labelsBody(tb testing.TB, n int) []byte {
+	l := renewalLease()
+	l.Labels = make(map[string]string, n)
+	for i := range n {
+		l.Labels["example.com/label-"+strconv.Itoa(i)] = "v" + strconv.Itoa(i)
+	}
+	body, err := json.Marshal(l)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return body
+}
+
+// TestDecodeLeaseJSONRefusesRepeatsInLargeObjects: a repeated key is
+// refused however many keys come before it, as in a small object.
+func TestDecodeLeaseJSONRefusesRepeatsInLargeObjects(t *testing.T) {
+	for _, n := range []int{15, 16, 17, 100, 10000} {
+		for _, repeat := range []int{0, min(15, n-1), n / 2, n - 1} {
+			var b strings.Builder
+			b.WriteString(`{"metadata":{"labels":{`)
+			for i := range n {
+				fmt.Fprintf(&b, `"k%d":"v",`, i)
+			}
+			fmt.Fprintf(&b, `"k%d":"v"}}}`, repeat)
+			var l coordinationv1.Lease
+			if decodeLeaseJSON([]byte(b.String()), &l) {
+				t.Errorf("%d labels, then k%d again: decoded in one pass", n, repeat)
+			}
+		}
+		var l coordinationv1.Lease
+		if body := labelsBody(t, n); !decodeLeaseJSON(body, &l) || len(l.Labels) != n {
+			t.Errorf("%d distinct labels: not decoded in one pass (%d labels)", n, len(l.Labels))
+		}
+	}
+}
+
+// TestDecodeLeaseJSONIsLinear: a label costs about as much in a body of
+// 100,000 labels as in one of 1,000. Each size is timed as the fastest
+// of a few runs, so that a busy machine slows both alike; the bound is
+// loose (10x) against a quadratic decoder's 100x.
+func TestDecodeLeaseJSONIsLinear(t *testing.T) {
+	perLabel := func(n, reps int) time.Duration {
+		body := labelsBody(t, n)
+		best := time.Duration(math.MaxInt64)
+		// At most five runs, fewer when they are slow.
+		for i, begin := 0, time.Now(); i < 5 && (i == 0 || time.Since(begin) < 2*time.Second); i++ {
+			start := time.Now()
+			for range reps {
+				var l coordinationv1.Lease
+				if !decodeLeaseJSON(body, &l) {
+					t.Fatalf("%d labels: not decoded in one pass", n)
+				}
+			}
+			best = min(best, time.Since(start))
+		}
+		return best / time.Duration(n*reps)
+	}
+	small, large := perLabel(1000, 100), perLabel(100000, 1)
+	t.Logf("per label: %v of 1,000, %v of 100,000", small, large)
+	if large > 10*small {
+		t.Errorf("a label of 100,000 took %v, one of 1,000 %v: decoding is not linear", large, small)
+	}
+}
+
+// BenchmarkDecodeLeaseJSONLabels: the single pass over Leases of growing
+// numbers of labels; ns/label stays flat where it is linear.
+func BenchmarkDecodeLeaseJSONLabels(b *testing.B) {
+	for _, n := range []int{1000, 10000, 100000} {
+		body := labelsBody(b, n)
+		b.Run(fmt.Sprintf("labels=%d", n), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var l coordinationv1.Lease
+				if !decodeLeaseJSON(body, &l) {
+					b.Fatal("not decoded")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/label")
+		})
+	}
 }
