@@ -13,6 +13,9 @@
 # certificate for mutual TLS between the nodes, an admin client certificate
 # (group system:masters) and $LEASEHOLD_DATA/kubeconfig, which kubectl and
 # client-go use as they are: kubectl --kubeconfig $LEASEHOLD_DATA/kubeconfig get leases
+# It also makes a bearer token for the same admin, $LEASEHOLD_DATA/admin.token (the nodes'
+# --token-auth-file is $LEASEHOLD_DATA/pki/tokens.csv): the lease view (/ui/) signs in with it,
+# so a browser needs no client certificate.
 # SECURE=0 starts them open instead: plain HTTP, no authentication, plain TCP
 # between the nodes (for benchmarks against plaintext baselines).
 #
@@ -74,6 +77,9 @@ SECURE=${SECURE:-1}
 [[ $SECURE == 0 || $SECURE == 1 ]] || die "SECURE must be 0 or 1, got '$SECURE'"
 PKI=$DATA/pki
 KUBECONFIG_FILE=$DATA/kubeconfig
+# The admin's bearer token, and the nodes' --token-auth-file that holds it.
+ADMIN_TOKEN_FILE=$DATA/admin.token
+TOKENS_FILE=$PKI/tokens.csv
 CURL=(curl -sS --connect-timeout 1 --max-time 2)
 # The script talks to secured nodes as the admin of the local CA.
 ((SECURE == 0)) || CURL+=(--cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key")
@@ -263,6 +269,26 @@ EOF
 	chmod 600 "$KUBECONFIG_FILE"
 }
 
+# ensure_token: a random bearer token for the admin (user admin, group system:masters) in
+# $ADMIN_TOKEN_FILE, and the nodes' --token-auth-file $TOKENS_FILE holding it; made again
+# when either is missing or they disagree (new certificates remove the old file with pki/).
+ensure_token() {
+	((SECURE == 1)) || return 0
+	local tok=""
+	[[ -s $ADMIN_TOKEN_FILE ]] && tok=$(head -n 1 "$ADMIN_TOKEN_FILE")
+	if [[ $tok =~ ^[0-9a-f]{64}$ && -s $TOKENS_FILE ]] && grep -Fxq -- "$tok,admin,admin,system:masters" "$TOKENS_FILE"; then
+		return 0
+	fi
+	say "making a bearer token for the admin in $ADMIN_TOKEN_FILE"
+	tok=$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')
+	[[ $tok =~ ^[0-9a-f]{64}$ ]] || die "could not read a random token from /dev/urandom"
+	(
+		umask 077
+		printf '%s,admin,admin,system:masters\n' "$tok" >"$TOKENS_FILE"
+		printf '%s\n' "$tok" >"$ADMIN_TOKEN_FILE"
+	)
+}
+
 # ---------------------------------------------------------------- start / stop
 
 node_args() { # the flags a node starts with, one per line
@@ -279,6 +305,7 @@ node_args() { # the flags a node starts with, one per line
 		"--tls-cert-file=$PKI/server.crt" \
 		"--tls-private-key-file=$PKI/server.key" \
 		"--client-ca-file=$PKI/ca.crt" \
+		"--token-auth-file=$TOKENS_FILE" \
 		"--peer-cert-file=$PKI/peer.crt" \
 		"--peer-key-file=$PKI/peer.key" \
 		"--peer-trusted-ca-file=$PKI/ca.crt" \
@@ -387,12 +414,19 @@ print_summary() {
 		echo "etcd API: $eps"
 	fi
 	echo "leader: $(leader_name || echo unknown)"
-	((SECURE == 0)) || echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
+	if ((SECURE == 0)); then
+		echo "lease view: $(api_url n1)/ui/"
+		return 0
+	fi
+	echo "kubeconfig: $KUBECONFIG_FILE (admin, group system:masters)"
+	echo "lease view: $(api_url n1)/ui/ (any node; sign in with the token in $ADMIN_TOKEN_FILE; the CA is $PKI/ca.crt)"
+	echo "  or with no token: kubectl --kubeconfig $KUBECONFIG_FILE proxy --port 8080, then http://127.0.0.1:8080/ui/"
 }
 
 cmd_start() {
 	build_if_needed
 	ensure_pki
+	ensure_token
 	local n pid started=()
 	for n in "${NODES[@]}"; do
 		if pid=$(node_pid "$n"); then
@@ -418,6 +452,7 @@ cmd_restart() {
 	fi
 	build_if_needed missing-only # same binary as the running cluster unless it is gone
 	ensure_pki
+	ensure_token
 	mkdir -p "$(node_dir "$n")"
 	# same flags as the last start; fresh ones if it never started
 	[[ -s $(args_file "$n") ]] || node_args "$n" >"$(args_file "$n")"
@@ -514,7 +549,7 @@ cmd_clean() {
 		rm -rf -- "${DATA:?}/$n"
 	done
 	rm -rf -- "${DATA:?}/pki"
-	rm -f -- "$KUBECONFIG_FILE"
+	rm -f -- "$KUBECONFIG_FILE" "$ADMIN_TOKEN_FILE"
 	# remove the root itself only when nothing else lives in it
 	if rmdir -- "$DATA" 2>/dev/null; then
 		say "removed $DATA"

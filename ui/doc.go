@@ -15,7 +15,9 @@
 // It holds no credentials and decides nothing: the assets are served to
 // anyone (httpapi lists their paths as open), and every data request the
 // page makes is authenticated and authorized like kubectl's. A bearer token
-// pasted into the page stays in the tab's sessionStorage.
+// pasted into the page stays in a variable of that page: never a cookie,
+// never Web Storage. The page reaches the API by URLs relative to itself,
+// so it works through kubectl proxy, under its prefix, as well.
 //
 // assets/election.js mirrors the coordinated election's choice of a leader
 // (election/strategy.go); the two must change together.

@@ -375,9 +375,11 @@ func electionAgrees(t *testing.T, e *env, tb *tab) {
 	}
 }
 
-// TestPage_Login: with token authentication, the page asks for a token on
-// 401, refuses a wrong one, shows the Leases with the right one, and keeps
-// it for the tab only.
+// TestPage_Login: with token authentication (--token-auth-file), the page
+// asks for a token on 401, refuses a wrong one and asks again, shows the
+// Leases with the right one, live, and keeps it in the page's memory only:
+// no cookie, nothing in localStorage or sessionStorage; a reload or a new
+// tab asks again.
 func TestPage_Login(t *testing.T) {
 	t.Parallel()
 	const token = "ui-viewer-token"
@@ -406,22 +408,44 @@ func TestPage_Login(t *testing.T) {
 	signIn := func(tok string) {
 		eval[bool](tb, fmt.Sprintf(`(() => { document.getElementById("token").value = %s; document.getElementById("login-form").requestSubmit(); return true; })()`, jsString(tok)))
 	}
+	// nothingStored fails the test if the page left anything in the
+	// browser: cookies (asked of the browser, HttpOnly ones too), Web
+	// Storage.
+	nothingStored := func(when string) {
+		t.Helper()
+		if s := eval[string](tb, `localStorage.length + "|" + sessionStorage.length + "|" + document.cookie`); s != "0|0|" {
+			t.Errorf("%s: localStorage, sessionStorage and cookies hold %q, want nothing", when, s)
+		}
+		ctx, cancel := context.WithTimeout(tb.ctx, 5*time.Second)
+		defer cancel()
+		res, err := chromedp.Call(ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{e.pageURL(0)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Cookies) != 0 {
+			t.Errorf("%s: the browser holds %d cookies for the page", when, len(res.Cookies))
+		}
+	}
 	signIn("not-a-token")
 	tb.waitFor("the refusal", `!document.getElementById("login").hidden && !document.getElementById("login-error").hidden`, 5*time.Second)
-	if s := eval[string](tb, `sessionStorage.getItem("leasehold.token") || ""`); s != "" {
-		t.Fatalf("a refused token stays in sessionStorage: %q", s)
-	}
+	nothingStored("after a refused token")
 	signIn(token)
 	tb.waitFor("the Lease", `!!document.querySelector(`+rowSelector("secure/guarded")+`) && document.getElementById("login").hidden`, 5*time.Second)
-	if s := eval[string](tb, `sessionStorage.getItem("leasehold.token") + "|" + localStorage.length + "|" + document.cookie`); s != token+"|0|" {
-		t.Fatalf("storage after signing in: %q, want the token in sessionStorage only", s)
-	}
-	// Live with the token: a watch event arrives.
+	nothingStored("after signing in")
+	// Live with the token (the watch stream sends it too): a watch event
+	// arrives.
 	mustLease(t, cs, "secure", "second", "keeper", 60, time.Now())
 	tb.waitFor("the second Lease", `!!document.querySelector(`+rowSelector("secure/second")+`)`, 3*time.Second)
-	// A reload in the same tab keeps the token; a new tab asks again.
+	if state := eval[string](tb, `document.getElementById("conn").dataset.state`); state != "live" {
+		t.Errorf("connection %q after signing in, want live", state)
+	}
+	// The token was in memory only: a reload asks again, and so does a
+	// new tab.
 	tb.reload()
-	tb.waitFor("the Lease after a reload", `!!document.querySelector(`+rowSelector("secure/guarded")+`) && document.getElementById("login").hidden`, 10*time.Second)
+	tb.waitFor("the login box after a reload", `!document.getElementById("login").hidden && document.querySelectorAll("#rows .row").length === 0`, 10*time.Second)
+	nothingStored("after a reload")
+	signIn(token)
+	tb.waitFor("the Leases after signing in again", `!!document.querySelector(`+rowSelector("secure/second")+`) && document.getElementById("login").hidden`, 5*time.Second)
 	other := openTab(t, e.pageURL(0), tabOptions{})
 	other.waitFor("the login box in a new tab", `!document.getElementById("login").hidden`, 10*time.Second)
 }

@@ -99,7 +99,9 @@ func Paths() []string {
 }
 
 // Handler serves the page at Prefix, its assets below it, and redirects
-// the bare prefix ("/ui") to Prefix. Anything else is 404; methods other
+// the bare prefix ("/ui") to Prefix (by a relative URL). The page names
+// its assets and the API by URLs relative to itself, so it works under a
+// proxy's path prefix too. Anything else is 404; methods other
 // than GET and HEAD are 405.
 //
 // Every answer is revalidated (Cache-Control: no-cache, with an ETag), so a
@@ -116,11 +118,15 @@ func Handler() http.Handler {
 			return
 		}
 		if req.URL.Path == strings.TrimSuffix(Prefix, "/") {
-			target := Prefix
+			// Relative ("ui/"), so that behind a proxy that serves the API
+			// under a prefix (kubectl proxy --api-prefix) the browser stays
+			// under it. http.Redirect would make it absolute.
+			target := path.Base(Prefix) + "/"
 			if req.URL.RawQuery != "" {
 				target += "?" + req.URL.RawQuery
 			}
-			http.Redirect(w, req, target, http.StatusMovedPermanently)
+			h.Set("Location", target)
+			w.WriteHeader(http.StatusMovedPermanently)
 			return
 		}
 		a, ok := files[req.URL.Path]

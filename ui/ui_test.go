@@ -75,9 +75,13 @@ func TestHandler_Assets(t *testing.T) {
 
 func TestHandler_RedirectAndErrors(t *testing.T) {
 	h := ui.Handler()
+	// Relative: behind a proxy's prefix the browser stays under it.
 	rec := get(t, h, http.MethodGet, "/ui?namespace=a", nil)
-	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "/ui/?namespace=a" {
-		t.Errorf("GET /ui: %d to %q, want 301 to /ui/?namespace=a", rec.Code, rec.Header().Get("Location"))
+	if rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "ui/?namespace=a" {
+		t.Errorf("GET /ui: %d to %q, want 301 to ui/?namespace=a", rec.Code, rec.Header().Get("Location"))
+	}
+	if rec := get(t, h, http.MethodHead, "/ui", nil); rec.Code != http.StatusMovedPermanently || rec.Header().Get("Location") != "ui/" {
+		t.Errorf("HEAD /ui: %d to %q, want 301 to ui/", rec.Code, rec.Header().Get("Location"))
 	}
 	for _, p := range []string{"/ui/index.html", "/ui/nope.js", "/ui/assets/ui.js", "/ui/../go.mod", "/uix"} {
 		if rec := get(t, h, http.MethodGet, p, nil); rec.Code != http.StatusNotFound {
@@ -125,6 +129,15 @@ func TestAssets_SelfContained(t *testing.T) {
 			t.Errorf("index.html has inline code or style: %q", m)
 		}
 	}
+	// The page reaches the API only by URLs relative to itself (apiURL), so
+	// that it works under a proxy's prefix (kubectl proxy --api-prefix).
+	js, err := os.ReadFile("assets/ui.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, rel := bytes.Count(js, []byte("fetch(")), bytes.Count(js, []byte("fetch(apiURL(")); n != rel || n == 0 {
+		t.Errorf("ui.js calls fetch %d times, %d of them with apiURL: every request must go through apiURL", n, rel)
+	}
 	// Every file the page names is served.
 	served := map[string]bool{}
 	for _, p := range ui.Paths() {
@@ -138,10 +151,6 @@ func TestAssets_SelfContained(t *testing.T) {
 		if !served[ui.Prefix+ref] {
 			t.Errorf("index.html refers to %s, which is not served", ref)
 		}
-	}
-	js, err := os.ReadFile("assets/ui.js")
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, m := range regexp.MustCompile(`import .* from "\./([^"]+)"`).FindAllSubmatch(js, -1) {
 		if !served[ui.Prefix+string(m[1])] {

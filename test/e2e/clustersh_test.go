@@ -311,6 +311,38 @@ func TestClusterScript(t *testing.T) {
 		resp.Body.Close()
 	}
 
+	// the lease view: its URL and the admin's token file printed; the
+	// token (no client certificate) reads the Leases on every node, as the
+	// page does; only the owner may read the token
+	tokenFile := filepath.Join(data, "admin.token")
+	if want := "lease view: https://" + c.apiAddr("n1") + "/ui/"; !strings.Contains(out, want) || !strings.Contains(out, tokenFile) {
+		t.Errorf("start output does not show %q and the token file %s", want, tokenFile)
+	}
+	tok, err := os.ReadFile(tokenFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{tokenFile, filepath.Join(data, "pki", "tokens.csv")} {
+		if fi, err := os.Stat(f); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, want mode 0600", f, err)
+		}
+	}
+	for _, n := range clusterNames {
+		base := "https://" + c.apiAddr(n)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/apis/coordination.k8s.io/v1/namespaces/default/leases/before-kill", nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+		if resp, err := anon.Do(req); err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: the Lease with the admin token: %v %v", n, err, resp)
+		} else {
+			resp.Body.Close()
+		}
+		if resp, err := anon.Get(base + "/ui/"); err != nil || resp.StatusCode != 200 {
+			t.Errorf("%s: the lease view: %v %v", n, err, resp)
+		} else {
+			resp.Body.Close()
+		}
+	}
+
 	// kill the leader: it shows as down, its pid is gone
 	killedPid := rows[leader].pid
 	c.mustRun("kill", leader)
@@ -369,9 +401,9 @@ func TestClusterScript(t *testing.T) {
 		}
 	}
 
-	// clean: the data is gone, certificates and kubeconfig included
+	// clean: the data is gone, certificates, kubeconfig and token included
 	c.mustRun("clean")
-	for _, p := range []string{c.dataDir("n1"), c.dataDir("n2"), c.dataDir("n3"), filepath.Join(data, "pki"), kubeconfig} {
+	for _, p := range []string{c.dataDir("n1"), c.dataDir("n2"), c.dataDir("n3"), filepath.Join(data, "pki"), kubeconfig, tokenFile} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("after clean, %s still exists (%v)", p, err)
 		}

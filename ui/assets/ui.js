@@ -13,7 +13,6 @@ const OVERSCAN = 8; // rows rendered above and below the visible ones
 const FIRST_PAGE = 500;
 const PAGE = 5000;
 const MAX_RUNS = 200; // holder runs kept per Lease
-const TOKEN_KEY = "leasehold.token";
 const LEASES = { group: "/apis/coordination.k8s.io/v1", resource: "leases" };
 const CANDIDATES = { group: "/apis/coordination.k8s.io/v1beta1", resource: "leasecandidates" };
 
@@ -129,10 +128,13 @@ class APIError extends Error {
   }
 }
 
-// auth holds the bearer token of this tab. A 401 shows the login box; every
-// request that got one waits until the user gives a token, then retries.
+// auth holds the bearer token of this tab, in this variable only: never in
+// a cookie or in Web Storage, so that no other page, tab or later visit
+// can read it, and a reload or a closed tab forgets it. A 401 shows the
+// login box; every request that got one waits until the user gives a
+// token, then retries.
 const auth = {
-  token: sessionStorage.getItem(TOKEN_KEY) || "",
+  token: "",
   waiting: null,
 
   headers() {
@@ -159,7 +161,6 @@ const auth = {
 
   set(token) {
     this.token = token;
-    sessionStorage.setItem(TOKEN_KEY, token);
     $("login").hidden = true;
     $("logout").hidden = false;
     $("login-error").hidden = true;
@@ -171,7 +172,6 @@ const auth = {
 
   forget() {
     this.token = "";
-    sessionStorage.removeItem(TOKEN_KEY);
     $("logout").hidden = true;
   },
 };
@@ -181,11 +181,18 @@ function showLoginError(msg) {
   $("login-error").hidden = false;
 }
 
+// apiURL is the URL of the API path path ("/apis/...", "/readyz"),
+// relative to the page: the page is served at <root>/ui/ and the API at
+// <root>/, where <root> is the node itself or a proxy's prefix (kubectl
+// proxy serves both under its --api-prefix), so the page works wherever it
+// was loaded from.
+const apiURL = (path) => ".." + path;
+
 async function request(path, { signal } = {}) {
   for (;;) {
     const sent = auth.token;
     const t0 = Date.now();
-    const resp = await fetch(path, { headers: auth.headers(), signal, cache: "no-store", credentials: "same-origin" });
+    const resp = await fetch(apiURL(path), { headers: auth.headers(), signal, cache: "no-store", credentials: "same-origin" });
     clock.sample(resp.headers.get("Date"), t0, Date.now());
     if (resp.status !== 401) return resp;
     if (resp.body) resp.body.cancel().catch(() => {});
@@ -244,7 +251,9 @@ async function* watchEvents(resp, onBytes) {
 // ---- list and watch
 
 const params = new URLSearchParams(location.search);
-const scopeNs = params.get("namespace") || "";
+// scopeNs is the one namespace the page shows ("" for all); the scope form
+// changes it in place (see rescope).
+let scopeNs = params.get("namespace") || "";
 
 // Reflector keeps a resource in step with the server: list, then watch from
 // the list's resourceVersion, resuming after a dropped stream and listing
@@ -265,6 +274,16 @@ class Reflector {
   // again.
   static wakeAll() {
     for (const r of Reflector.all) if (r.wake) r.wake();
+  }
+
+  // relistAll makes every reflector list again at once, from its path as
+  // it is now (the scope changed).
+  static relistAll() {
+    for (const r of Reflector.all) {
+      r.relist = true;
+      if (r.ctrl) r.ctrl.abort();
+    }
+    Reflector.wakeAll();
   }
 
   // pause waits before the next attempt, growing the wait each time (with
@@ -294,6 +313,7 @@ class Reflector {
     this.rv = 0;
     this.backoff = 500;
     this.wake = null;
+    this.relist = false;
   }
 
   path(query) {
@@ -333,6 +353,7 @@ class Reflector {
     let replay = this.replay;
     for (;;) {
       let listRV;
+      this.relist = false;
       try {
         this.onState("listing");
         const { rv, newest } = await this.list();
@@ -350,11 +371,12 @@ class Reflector {
       let from = replay ? 1 : listRV;
       if (replay) this.replayed(from, listRV);
       for (;;) {
+        if (this.relist) break;
         let r;
         try {
           r = await this.watch(from, listRV, replay);
         } catch (e) {
-          if (e instanceof APIError && (e.status === 403 || e.status === 410)) break;
+          if (this.relist || (e instanceof APIError && (e.status === 403 || e.status === 410))) break;
           this.onState("retrying", e);
           await this.pause();
           from = Math.max(from, this.rv);
@@ -1269,11 +1291,22 @@ function wire() {
   $("scope-form").addEventListener("submit", (e) => {
     e.preventDefault();
     const ns = $("scope-ns").value.trim();
-    if (ns) location.search = "?namespace=" + encodeURIComponent(ns);
+    if (ns) rescope(ns);
   });
   const m = /^#lease=(.+)$/.exec(location.hash);
   if (m) view.selected = decodeURIComponent(m[1]);
   if (scopeNs) document.title = `Leases in ${scopeNs} · leasehold`;
+}
+
+// rescope shows one namespace from now on. It changes the page in place,
+// URL included (?namespace=), rather than loading it again: a reload would
+// forget the token.
+function rescope(ns) {
+  scopeNs = ns;
+  window.history.replaceState(null, "", "?namespace=" + encodeURIComponent(ns) + location.hash);
+  document.title = `Leases in ${ns} · leasehold`;
+  $("scope-form").hidden = true;
+  Reflector.relistAll();
 }
 
 // One timer moves every clock-dependent figure, for the visible rows only;
