@@ -537,7 +537,7 @@ func TestWireErrors(t *testing.T) {
 				msg: "invalid continue token: continue key is not valid: ", prefix: true})
 		}
 
-		abc := statusWant{code: 500, msg: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`}
+		abc := statusWant{code: 400, reason: metav1.StatusReasonBadRequest, msg: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`}
 		w.do("GET", nsPath("qo")+"?resourceVersion=abc", nil).status(t, abc)
 		w.do("GET", itemPath("qo", "x")+"?resourceVersion=abc", nil).status(t, abc)
 		w.do("GET", nsPath("qo")+"?watch=true&resourceVersion=abc", nil).status(t, abc)
@@ -843,6 +843,10 @@ func TestWireDiscovery(t *testing.T) {
 			Version      string `json:"version"`
 			DBSize       int64  `json:"dbSize"`
 			FeatureLevel uint32 `json:"featureLevel"`
+			// The storage quota's (operations.md, "The store is full").
+			StoredBytes       int64    `json:"storedBytes"`
+			QuotaBackendBytes uint64   `json:"quotaBackendBytes"`
+			Alarms            []string `json:"alarms"`
 		}
 		wi := newWire(t, c, i)
 		r := wi.do("GET", "/cluster/status", nil)
