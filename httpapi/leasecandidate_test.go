@@ -2400,7 +2400,7 @@ func TestLeaseCandidateParameters(t *testing.T) {
 			listInvalid("resourceVersionMatch=Exact", `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided`)
 			listInvalid("sendInitialEvents=true", `sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list`)
 			listInvalid("watch=true&resourceVersionMatch=NotOlderThan", `resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided`)
-			w.do("GET", coll+"?resourceVersion=abc", nil).status(t, statusWant{code: 500,
+			w.do("GET", coll+"?resourceVersion=abc", nil).status(t, statusWant{code: 400, reason: metav1.StatusReasonBadRequest,
 				msg: `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`})
 
 			// A watch list: the objects, then the annotated bookmark.

@@ -89,10 +89,11 @@ func FuzzDecodeContinue(f *testing.F) {
 }
 
 // FuzzParseRV: parseRV never panics, accepts exactly the unsigned
-// decimals, and refuses the rest with kube-apiserver's 500 (its storage's
-// answer to a bad resourceVersion) naming the field.
+// decimals, and refuses the rest with a 400 BadRequest naming the field
+// (kube-apiserver's storage words it so, with a 500), in a message that
+// does not grow past a bound with the value.
 func FuzzParseRV(f *testing.F) {
-	for _, s := range []string{"", "0", "1", "42", "18446744073709551615", "18446744073709551616", "-1", "+1", " 1", "1e3", "0x10", "０"} {
+	for _, s := range []string{"", "0", "1", "42", "18446744073709551615", "18446744073709551616", "-1", "+1", " 1", "1e3", "0x10", "０", strings.Repeat("9", 64) + "x", strings.Repeat("\xff", 1<<20)} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -105,7 +106,8 @@ func FuzzParseRV(f *testing.F) {
 			return
 		}
 		var se *apierrors.StatusError
-		if !errors.As(err, &se) || se.ErrStatus.Code != http.StatusInternalServerError || !strings.HasPrefix(se.ErrStatus.Message, "resourceVersion: Invalid value") {
+		if !errors.As(err, &se) || se.ErrStatus.Code != http.StatusBadRequest || se.ErrStatus.Reason != metav1.StatusReasonBadRequest ||
+			!strings.HasPrefix(se.ErrStatus.Message, "resourceVersion: Invalid value") || len(se.ErrStatus.Message) > 1024 {
 			t.Fatalf("parseRV(%q): %#v", s, err)
 		}
 	})
@@ -164,9 +166,8 @@ func fuzzListStore(tb testing.TB) *Store {
 // FuzzListContinue lists Leases with arbitrary continue tokens,
 // resourceVersions, resourceVersionMatch, limits and label selectors,
 // then follows the continue tokens handed out: never a panic; a refusal
-// is a Status of 400 (a bad token), 410 (a version gone), 504 (a version
-// not reached) or kube-apiserver's 500 for a resourceVersion that is no
-// number; pages hold at most the limit, in key order, and go on after
+// is a Status of 400 (a bad token, or a resourceVersion that is no
+// number), 410 (a version gone) or 504 (a version not reached); pages hold at most the limit, in key order, and go on after
 // the last key of the page before.
 func FuzzListContinue(f *testing.F) {
 	for _, tok := range fuzzTokens {
@@ -197,10 +198,6 @@ func FuzzListContinue(f *testing.F) {
 				}
 				switch se.ErrStatus.Code {
 				case http.StatusBadRequest, http.StatusGone, http.StatusGatewayTimeout:
-				case http.StatusInternalServerError:
-					if !strings.HasPrefix(se.ErrStatus.Message, "resourceVersion: Invalid value") {
-						t.Fatalf("list: %v", err)
-					}
 				default:
 					t.Fatalf("list: %d %v", se.ErrStatus.Code, err)
 				}
@@ -230,4 +227,21 @@ func FuzzListContinue(f *testing.F) {
 		}
 		t.Fatalf("more than 30 pages of %d", limit)
 	})
+}
+
+// TestInvalidResourceVersion: the 400 quotes a short value as
+// kube-apiserver's storage does, and leaves a long one out.
+func TestInvalidResourceVersion(t *testing.T) {
+	for _, c := range []struct{ rv, msg string }{
+		{"abc", `resourceVersion: Invalid value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`},
+		{"-1", `resourceVersion: Invalid value: "-1": strconv.ParseUint: parsing "-1": invalid syntax`},
+		{strings.Repeat("7", 65), `resourceVersion: Invalid value: strconv.ParseUint: value out of range (65 bytes)`},
+		{strings.Repeat("x", 1<<20), `resourceVersion: Invalid value: strconv.ParseUint: invalid syntax (1048576 bytes)`},
+	} {
+		_, err := parseRV(c.rv)
+		var se *apierrors.StatusError
+		if !errors.As(err, &se) || se.ErrStatus.Code != http.StatusBadRequest || se.ErrStatus.Reason != metav1.StatusReasonBadRequest || se.ErrStatus.Message != c.msg {
+			t.Errorf("parseRV(%.20q...): %#v, want 400 BadRequest %q", c.rv, err, c.msg)
+		}
+	}
 }

@@ -148,17 +148,31 @@ func Unavailable(msg string) error {
 	return e
 }
 
-// parseRV parses a resourceVersion parameter as kube-apiserver's storage
-// does; a bad one is a 500 there, with this message.
+// parseRV parses a resourceVersion parameter, which must be an unsigned
+// decimal.
 func parseRV(rv string) (uint64, error) {
 	n, err := strconv.ParseUint(rv, 10, 64)
 	if err != nil {
-		return 0, &apierrors.StatusError{ErrStatus: metav1.Status{
-			Status: metav1.StatusFailure, Code: 500,
-			Message: field.Invalid(field.NewPath("resourceVersion"), rv, err.Error()).Error(),
-		}}
+		return 0, invalidResourceVersion(field.NewPath("resourceVersion"), rv, err)
 	}
 	return n, nil
+}
+
+// maxEchoedResourceVersion bounds the resourceVersion an error quotes
+// back: a client may send a megabyte of one.
+const maxEchoedResourceVersion = 64
+
+// invalidResourceVersion is the 400 BadRequest for a resourceVersion at
+// path (the parameter, or an object's metadata.resourceVersion) that
+// does not parse. kube-apiserver's storage words it so but answers 500 on
+// a get, list, watch, update or patch; the mistake is the client's. A
+// long value is left out of the message rather than quoted twice.
+func invalidResourceVersion(path *field.Path, rv string, err error) error {
+	var value any = rv
+	if ne, ok := err.(*strconv.NumError); ok && len(rv) > maxEchoedResourceVersion {
+		value, err = field.OmitValueType{}, fmt.Errorf("strconv.%s: %w (%d bytes)", ne.Func, ne.Err, len(rv))
+	}
+	return apierrors.NewBadRequest(field.Invalid(path, value, err.Error()).Error())
 }
 
 // TooLargeResourceVersion is kube-apiserver's answer to a read of a version
@@ -475,7 +489,7 @@ func (s *Store) Update(ctx context.Context, r *Resource, ns, name string, obj Ob
 			refusal = apierrors.NewInvalid(schema.GroupKind{Group: r.GroupResource().Group, Kind: r.Name}, name, field.ErrorList{
 				field.Invalid(field.NewPath("metadata", "resourceVersion"), uint64(0), "must be specified for an update")})
 		case perr != nil:
-			return nil, false, apierrors.NewBadRequest(fmt.Sprintf("invalid resourceVersion %q: %v", obj.GetResourceVersion(), perr))
+			return nil, false, invalidResourceVersion(field.NewPath("metadata", "resourceVersion"), obj.GetResourceVersion(), perr)
 		case rv > cur.RV && s.catchUp(ctx, rv):
 			continue // this node was behind the client: read again
 		case rv != cur.RV:
@@ -663,7 +677,10 @@ func (s *Store) Patch(ctx context.Context, r *Resource, ns, name string, patch P
 		var refusal error
 		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
 			want, err := strconv.ParseUint(rv, 10, 64)
-			if err == nil && want > cur.RV && s.catchUp(ctx, want) {
+			if err != nil {
+				return nil, invalidResourceVersion(field.NewPath("metadata", "resourceVersion"), rv, err)
+			}
+			if want > cur.RV && s.catchUp(ctx, want) {
 				continue
 			}
 			refusal = conflict(r, name)
@@ -819,7 +836,11 @@ func (s *Store) Apply(ctx context.Context, r *Resource, ns, name string, patch [
 			return out, err == nil, err
 		}
 		if rv := obj.GetResourceVersion(); rv != "" && rv != strconv.FormatUint(cur.RV, 10) {
-			if want, perr := strconv.ParseUint(rv, 10, 64); perr == nil && want > cur.RV && s.catchUp(ctx, want) {
+			want, perr := strconv.ParseUint(rv, 10, 64)
+			if perr != nil {
+				return nil, false, invalidResourceVersion(field.NewPath("metadata", "resourceVersion"), rv, perr)
+			}
+			if want > cur.RV && s.catchUp(ctx, want) {
 				continue
 			}
 			return nil, false, conflict(r, name)
