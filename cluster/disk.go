@@ -444,8 +444,9 @@ func (d *disk) undo(undo func() error) {
 // inline runs write in the caller, counting it as stalled once it is past
 // the deadline. A stable store write (hold) first waits for an abandoned
 // write to end and is retried while the disk has no space, until the node
-// stops (its error then makes raft panic, if it was the term: the process
-// was stopping anyway); any other fails at once on a stalled disk.
+// stops and the abandoned write has not ended within one more timeout (its
+// error then makes raft panic, if it was the term: the process was
+// stopping anyway); any other fails at once on a stalled disk.
 func (d *disk) inline(op string, hold bool, write func() error) error {
 	for last := false; ; {
 		d.mu.Lock()
@@ -461,6 +462,14 @@ func (d *disk) inline(op string, hold bool, write func() error) error {
 			case <-idle:
 				continue
 			case <-d.closing:
+				// Raft panics at an error storing its term: a stopping
+				// node still gives the abandoned write one more bound to
+				// end (a disk that healed as the node began to stop).
+				select {
+				case <-idle:
+					continue
+				case <-time.After(d.timeout):
+				}
 				return err
 			}
 		}
@@ -752,8 +761,16 @@ func (n *Node) handOver() {
 		}()
 	}
 	var to *answer
+	term := n.raft.CurrentTerm()
+	later := false
 	for range asked {
 		a := <-answers
+		// A voter in a later term campaigns already, or follows a newer
+		// leader: another push would only start an election that unseats
+		// it (a TimeoutNow makes its receiver campaign whatever its log).
+		if a.info != nil && a.info.Term > term {
+			later = true
+		}
 		// A voter that follows another leader already needs no push.
 		if a.info == nil || !a.info.Ready || (a.info.Leader != "" && a.info.Leader != n.cfg.Name) {
 			continue
@@ -762,7 +779,7 @@ func (n *Node) handOver() {
 			to = &a
 		}
 	}
-	if to == nil {
+	if to == nil || later {
 		return
 	}
 	_, why := n.disk.health()

@@ -152,7 +152,7 @@ func (s *Server) routes(g prometheus.Gatherer) *mux.Router {
 	})
 
 	r.HandleFunc("/{endpoint:livez|readyz|healthz}", s.health)
-	r.HandleFunc("/{endpoint:livez|readyz|healthz}/{check}", s.healthCheck)
+	r.HandleFunc("/{endpoint:livez|readyz|healthz}/{check:.+}", s.healthCheck)
 	r.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	r.HandleFunc("/cluster/status", s.clusterStatus)
 	r.HandleFunc("/cluster/snapshot", s.clusterSnapshot)

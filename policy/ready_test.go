@@ -264,5 +264,9 @@ func TestReadyz_BootstrapRolesCheck(t *testing.T) {
 		if err != nil || code != http.StatusOK || body != want {
 			t.Errorf("n%d /readyz?verbose with the policy: %d %q %v, want 200 %q", i+1, code, body, err, want)
 		}
+		// The check by its name, slashes and all, as kube-apiserver's.
+		if code, body, err := send(http.MethodGet, n.URL()+"/readyz/"+policy.BootstrapRolesCheck, "", nil); err != nil || code != http.StatusOK || body != "ok" {
+			t.Errorf("n%d /readyz/%s: %d %q %v, want 200 ok", i+1, policy.BootstrapRolesCheck, code, body, err)
+		}
 	}
 }
