@@ -543,9 +543,10 @@ func (f *FSM) txnGrowth(txn *state.Txn, keys EtcdKeys, p *txnPlan, puts map[*etc
 		switch r := op.Request.(type) {
 		case *etcdserverpb.RequestOp_RequestPut:
 			o := puts[r.RequestPut]
-			grow += f.storedSize(o)
 			if cur := txn.Get(o.Key()); cur != nil {
-				grow -= f.storedSize(cur)
+				grow += replaceGrowth(f.storedSize(cur), f.storedSize(o))
+			} else {
+				grow += f.storedSize(o)
 			}
 		case *etcdserverpb.RequestOp_RequestDeleteRange:
 			for _, o := range keys.Range(txn, string(r.RequestDeleteRange.Key), string(r.RequestDeleteRange.RangeEnd)) {
@@ -732,7 +733,7 @@ func (f *FSM) applyLease(txn *state.Txn, l *raft.Log, cmd *Command, at int64) *R
 			o.CreateRV, o.KeyVersion = l.Index, 1
 		} else {
 			o.CreateRV, o.KeyVersion = cur.CreateRV, cur.KeyVersion+1
-			grow -= f.storedSize(cur)
+			grow = replaceGrowth(f.storedSize(cur), grow)
 		}
 		if err := admit(txn, l.Index, cmd, grow); err != nil {
 			return &Result{Err: err}

@@ -184,7 +184,7 @@ func (f *FSM) apply(txn *state.Txn, l *raft.Log) *Result {
 		if bytes.Equal(cmd.Object, f.buf) {
 			return &Result{Object: cur}
 		}
-		if err := admit(txn, l.Index, cmd, int64(len(cmd.Object))-int64(len(f.buf))); err != nil {
+		if err := admit(txn, l.Index, cmd, replaceGrowth(int64(len(f.buf)), int64(len(cmd.Object)))); err != nil {
 			return &Result{Err: err}
 		}
 		shareUnchanged(obj, cur)
@@ -266,8 +266,8 @@ func (e *NoSpaceError) Error() string {
 
 // admit decides whether a write at idx that changes the stored data by
 // grow bytes may go ahead. One that does not grow it always may: a Lease
-// renewal, a change of holder of the same size, a delete keep working on a
-// full store, so no holder loses its Lease because the store is full
+// renewal, a change of holder (see replaceGrowth), a delete keep working on
+// a full store, so no holder loses its Lease because the store is full
 // (etcd refuses every put then). One that grows it is refused while the
 // NOSPACE alarm is on, and raises the alarm when it would pass its
 // command's quota. The quota is the command's, not this node's flag, and
@@ -285,6 +285,23 @@ func admit(txn *state.Txn, idx uint64, cmd *Command, grow int64) error {
 		txn.SetNoSpace(idx)
 	}
 	return &NoSpaceError{Quota: cmd.Quota, Stored: uint64(stored), Grow: uint64(grow)}
+}
+
+// smallObject is the size up to which an object may grow in place on a
+// full store: room for a Lease to change holder (a longer holder name, a
+// first acquireTime, kubelet's managed fields), never for filling the
+// store, which takes new objects or large ones.
+const smallObject = 2048
+
+// replaceGrowth is how much replacing a stored object of old bytes with
+// one of new bytes grows the stored data, for admit: nothing while the new
+// one stays within smallObject, so that a full store still takes every
+// change of a Lease's holder; else the difference.
+func replaceGrowth(old, new int64) int64 {
+	if new <= smallObject {
+		return min(new-old, 0)
+	}
+	return new - old
 }
 
 // applyAlarm raises or clears the NOSPACE alarm, the only one leasehold

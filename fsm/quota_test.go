@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,7 +114,8 @@ func TestQuota_AlarmAndWrites(t *testing.T) {
 	// While the alarm is on, even a write under the quota that grows the
 	// data is refused; a command without a quota too.
 	noSpaceErr(t, apply(txnCmd(t, &etcdserverpb.TxnRequest{Success: []*etcdserverpb.RequestOp{putOp("/k", []byte("v"))}})))
-	noSpaceErr(t, apply(updateCmd(t, "ns", "a", "uid-a", "a-much-longer-holder", 0, "")))
+	// An object that grows past smallObject in place is refused too.
+	noSpaceErr(t, apply(updateCmd(t, "ns", "a", "uid-a", strings.Repeat("h", smallObject), 0, "")))
 
 	// What does not grow the data goes through.
 	mustApply(withQuota(renewal(t, "ns", "a", "uid-a", "h1", 10), quota))
@@ -140,6 +142,13 @@ func TestQuota_AlarmAndWrites(t *testing.T) {
 	mustApply(&Command{Type: CmdAlarm, AlarmAction: AlarmActivate, Alarm: AlarmNoSpace})
 	if got := f.State().NoSpace(); got != uint64(len(logs)) {
 		t.Fatalf("alarm at %d after activate, want %d", got, len(logs))
+	}
+	// A change of holder that makes a small Lease longer (a longer name)
+	// still goes through: no election stops because the store is full.
+	before := f.State().StoredBytes()
+	mustApply(withQuota(updateCmd(t, "ns", "a", "uid-a", "a-much-longer-holder-name", 0, ""), quota))
+	if got := f.State().StoredBytes(); got <= before {
+		t.Fatalf("stored %d after a longer holder, want more than %d", got, before)
 	}
 	if res := apply(&Command{Type: CmdAlarm, AlarmAction: AlarmDeactivate, Alarm: 2}); res.Err == nil {
 		t.Error("an alarm leasehold does not have was accepted")
