@@ -125,7 +125,7 @@ func NoSpace(e *fsm.NoSpaceError) error {
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusInsufficientStorage, Reason: StatusReasonInsufficientStorage,
 		Message: fmt.Sprintf("database space exceeded: the NOSPACE alarm is raised (%d bytes stored, this write would add %d, the quota is %d bytes: --quota-backend-bytes); "+
-			"writes that would grow the stored data are refused, while renewals, updates that do not grow an object and deletes still work; "+
+			"writes that would grow the stored data are refused, while renewals, holder changes and deletes still work; "+
 			"free space by deleting objects, then clear the alarm with `leaseholdctl alarm disarm`", e.Stored, e.Grow, e.Quota),
 	}}
 }
