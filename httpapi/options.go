@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"unicode"
+	"unicode/utf8"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -236,14 +237,40 @@ func validateListOptions(o *metav1.ListOptions) field.ErrorList {
 	return errs
 }
 
-// warnings adds one Warning header per message, as kube-apiserver does.
+// kube-apiserver's bounds on the warnings of one answer (its warning
+// recorder, k8s.io/apiserver pkg/endpoints/filters/warning.go): past
+// warningRunes in all, each is cut to warningItemRunes, and those past
+// warningRunes are left out.
+const (
+	warningRunes     = 4 << 10
+	warningItemRunes = 256
+)
+
+// warnings adds one Warning header per distinct message, as
+// kube-apiserver does, within its bounds: a body with thousands of
+// unknown fields gets a few kilobytes of warnings, not all of them.
 func warnings(w http.ResponseWriter, msgs []string) {
 	seen := map[string]bool{}
+	var distinct []string
+	total := 0
 	for _, m := range msgs {
-		if seen[m] {
-			continue
+		if !seen[m] {
+			seen[m] = true
+			distinct = append(distinct, m)
+			total += utf8.RuneCountInString(m)
 		}
-		seen[m] = true
+	}
+	truncating, written := total > warningRunes, 0
+	for _, m := range distinct {
+		if truncating {
+			if written >= warningRunes {
+				return
+			}
+			if r := []rune(m); len(r) > warningItemRunes {
+				m = string(r[:warningItemRunes])
+			}
+		}
+		written += utf8.RuneCountInString(m)
 		w.Header().Add("Warning", "299 - "+strconv.Quote(m))
 	}
 }

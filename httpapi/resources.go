@@ -3,9 +3,11 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
@@ -218,8 +220,48 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.
 	s.writeObject(w, req, out, code, updated)
 }
 
-// maxJSONPatchOperations is kube-apiserver's bound on a JSON patch.
+// maxJSONPatchOperations is kube-apiserver's bound on the operations of
+// one JSON patch (maxJSONPatchOperations in k8s.io/apiserver
+// pkg/endpoints/handlers/patch.go), refused with its 413 and message.
 const maxJSONPatchOperations = 10000
+
+// limitJSONPatchCopies bounds what the copy operations of one JSON patch
+// may add to a document, as kube-apiserver does with its
+// JSONPatchMaxCopyBytes (k8s.io/apiserver pkg/server/config.go): the
+// library's limit is one per process, so it is set, atomically, to the
+// smallest any server asks for (one in a real process) before a patch
+// reads it. Without it a patch of an add and a few copies, each doubling
+// the document, grows it past any memory.
+func limitJSONPatchCopies(max int64) {
+	for {
+		cur := atomic.LoadInt64(&jsonpatch.AccumulatedCopySizeLimit)
+		if cur > 0 && cur <= max || atomic.CompareAndSwapInt64(&jsonpatch.AccumulatedCopySizeLimit, cur, max) {
+			return
+		}
+	}
+}
+
+// patchTooLarge is the 413 for a patch whose result would be larger than
+// --max-request-bytes: refused before it is decoded, validated or
+// written (a write of it would be refused too).
+func (s *Server) patchTooLarge(size int) error {
+	return apierrors.NewRequestEntityTooLargeError(fmt.Sprintf(
+		"the patched object is %d bytes, more than the limit of %d bytes (--max-request-bytes)", size, s.maxRequestBytes))
+}
+
+// jsonPatchError is the 422 kube-apiserver answers when a JSON patch does
+// not apply: its message says only that, a cause has the library's. A
+// patch whose copies pass the limit is told in the message, naming the
+// flag (kube-apiserver's cause has only the number).
+func (s *Server) jsonPatchError(err error) error {
+	e := apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", boundMessage(err.Error(), maxEchoBytes), 0, false)
+	var ce *jsonpatch.AccumulatedCopySizeError
+	if errors.As(err, &ce) {
+		e.ErrStatus.Message = fmt.Sprintf("the copy operations of a JSON patch may not add more than %d bytes to the object (--max-request-bytes): %v",
+			atomic.LoadInt64(&jsonpatch.AccumulatedCopySizeLimit), err)
+	}
+	return e
+}
 
 func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
 	out, err := negotiate(req, forResources...)
@@ -266,6 +308,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		return
 	}
 	jsonInfo, _ := serializerFor(mediaJSON)
+	limitJSONPatchCopies(s.maxRequestBytes)
 	var warns []string
 	apply := func(cur runtime.Object) (registry.Object, error) {
 		warns = nil
@@ -277,16 +320,21 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		switch pt {
 		case types.JSONPatchType:
 			if patched, err = guardPatch(func() ([]byte, error) { return jsonPatch.Apply(original) }); err != nil {
-				return nil, apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
+				return nil, s.jsonPatchError(err)
 			}
 		case types.MergePatchType:
 			if patched, err = guardPatch(func() ([]byte, error) { return jsonpatch.MergePatch(original, patchBytes) }); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
+				return nil, apierrors.NewBadRequest(boundMessage(err.Error(), maxEchoBytes))
 			}
 		case types.StrategicMergePatchType:
 			if patched, err = guardPatch(func() ([]byte, error) { return strategicpatch.StrategicMergePatch(original, patchBytes, res.New()) }); err != nil {
-				return nil, apierrors.NewBadRequest(err.Error())
+				return nil, apierrors.NewBadRequest(boundMessage(err.Error(), maxEchoBytes))
 			}
+		}
+		// A merge patch is no larger than its body, but adds to the
+		// object; a JSON patch's adds and copies may too.
+		if int64(len(patched)) > s.maxRequestBytes {
+			return nil, s.patchTooLarge(len(patched))
 		}
 		gvk := res.GroupVersionKind()
 		obj, actual, err := jsonInfo.StrictSerializer.Decode(patched, &gvk, res.New())
@@ -303,7 +351,9 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 			err = fmt.Errorf("the patch changed the object's kind or apiVersion to %v", actual)
 		}
 		if err != nil {
-			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{field.Invalid(field.NewPath("patch"), string(patched), err.Error())})
+			// kube-apiserver quotes the whole patched object here.
+			return nil, apierrors.NewInvalid(schema.GroupKind{}, "", field.ErrorList{
+				field.Invalid(field.NewPath("patch"), echoed(string(patched)), boundMessage(err.Error(), maxEchoBytes))})
 		}
 		obj.GetObjectKind().SetGroupVersionKind(gvk) // as decodeObject does
 		return obj.(registry.Object), nil
