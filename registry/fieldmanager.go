@@ -54,7 +54,7 @@ func (r *Resource) fieldManager() (*managedfields.FieldManager, error) {
 		return nil, fmt.Errorf("field manager type converter: %w", err)
 	}
 	gvk := r.GroupVersionKind()
-	fm, err := managedfields.NewDefaultFieldManager(tc, apis.Scheme, apis.Scheme, apis.Scheme, gvk, gvk.GroupVersion(), "", nil)
+	fm, err := managedfields.NewDefaultFieldManager(sortedTypeConverter{tc}, apis.Scheme, apis.Scheme, apis.Scheme, gvk, gvk.GroupVersion(), "", nil)
 	if err != nil {
 		return nil, err
 	}
