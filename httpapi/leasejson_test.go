@@ -197,8 +197,8 @@ func TestDecodeLeaseJSONRefusesRepeatsInLargeObjects(t *testing.T) {
 
 // TestDecodeLeaseJSONIsLinear: a label costs about as much in a body of
 // 100,000 labels as in one of 1,000. Each size is timed as the fastest
-// of a few runs, so that a busy machine slows both alike; the bound is
-// loose (10x) against a quadratic decoder's 100x.
+// of a few runs, so that a busy machine slows both alike; the bound is a
+// loose 10x, which a quadratic decoder passes many times over.
 func TestDecodeLeaseJSONIsLinear(t *testing.T) {
 	perLabel := func(n, reps int) time.Duration {
 		body := labelsBody(t, n)
