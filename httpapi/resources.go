@@ -250,11 +250,10 @@ func (s *Server) patchTooLarge(size int) error {
 }
 
 // jsonPatchError is the 422 kube-apiserver answers when a JSON patch does
-// not apply: its message says only that, a cause has the library's. A
-// patch whose copies pass the limit is told in the message, naming the
-// flag (kube-apiserver's cause has only the number).
+// not apply, whose message says only that the request was rejected. A
+// patch whose copies pass the limit is told so, naming the flag.
 func (s *Server) jsonPatchError(err error) error {
-	e := apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", boundMessage(err.Error(), maxEchoBytes), 0, false)
+	e := apierrors.NewGenericServerResponse(http.StatusUnprocessableEntity, "", schema.GroupResource{}, "", err.Error(), 0, false)
 	var ce *jsonpatch.AccumulatedCopySizeError
 	if errors.As(err, &ce) {
 		e.ErrStatus.Message = fmt.Sprintf("the copy operations of a JSON patch may not add more than %d bytes to the object (--max-request-bytes): %v",
