@@ -228,9 +228,9 @@ const maxJSONPatchOperations = 10000
 // limitJSONPatchCopies bounds what the copy operations of one JSON patch
 // may add to a document, as kube-apiserver does with its
 // JSONPatchMaxCopyBytes (k8s.io/apiserver pkg/server/config.go): the
-// library's limit is one per process, so it is set, atomically, to the
-// smallest any server asks for (one in a real process) before a patch
-// reads it. Without it a patch of an add and a few copies, each doubling
+// library's limit is one per process, so New sets it, atomically, to the
+// smallest any server asks for (one in a real process) before the server
+// serves a patch. Without it a patch of an add and a few copies, each doubling
 // the document, grows it past any memory.
 func limitJSONPatchCopies(max int64) {
 	for {
@@ -307,7 +307,6 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		return
 	}
 	jsonInfo, _ := serializerFor(mediaJSON)
-	limitJSONPatchCopies(s.maxRequestBytes)
 	var warns []string
 	apply := func(cur runtime.Object) (registry.Object, error) {
 		warns = nil

@@ -94,6 +94,7 @@ func New(cfg Config) *Server {
 	if cfg.MaxRequestBytes == 0 {
 		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	limitJSONPatchCopies(cfg.MaxRequestBytes)
 	if cfg.Registerer == nil || cfg.Gatherer == nil {
 		reg := prometheus.NewRegistry()
 		cfg.Registerer, cfg.Gatherer = reg, reg
