@@ -433,7 +433,9 @@ func TestReadIndexWithoutQuorumFails(t *testing.T) {
 			var last error
 			for _, r := range results {
 				n++
-				if r.took > deadline+500*time.Millisecond {
+				// Slack for a busy machine; a read that waited for the
+				// quorum to come back would take seconds more.
+				if r.took > deadline+2*time.Second {
 					t.Errorf("ReadIndex took %v with a %v deadline (err %v)", r.took, deadline, r.err)
 				}
 				if r.err != nil {
