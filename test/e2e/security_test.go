@@ -598,6 +598,7 @@ current-context: leasehold
 		whoamiAs := func(c *http.Client, authz string, as map[string][]string) answer {
 			req, _ := http.NewRequest("POST", base+"/apis/authentication.k8s.io/v1/selfsubjectreviews",
 				strings.NewReader(`{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}`))
+			req.Header.Set("Content-Type", "application/json")
 			if authz != "" {
 				req.Header.Set("Authorization", authz)
 			}
