@@ -34,9 +34,19 @@ type etcdCluster struct {
 
 func newEtcdCluster(t *testing.T) *etcdCluster {
 	t.Helper()
-	c := &etcdCluster{Cluster: testcluster.New(t, 3, testcluster.Options{})}
+	// Writes wait for feature level 2, which the leader raises once every
+	// member has told it its release.
+	return startEtcdCluster(t, testcluster.Options{}, Config{ProgressNotifyInterval: 500 * time.Millisecond}, 2)
+}
+
+// startEtcdCluster starts three nodes with opts, the etcd API on each
+// with cfg (its Node set per node), and waits for feature level level.
+func startEtcdCluster(t *testing.T, opts testcluster.Options, cfg Config, level uint32) *etcdCluster {
+	t.Helper()
+	c := &etcdCluster{Cluster: testcluster.New(t, 3, opts)}
 	for _, n := range c.Nodes {
-		srv := New(Config{Node: n.Raft(), ProgressNotifyInterval: 500 * time.Millisecond})
+		cfg.Node = n.Raft()
+		srv := New(cfg)
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -49,17 +59,15 @@ func newEtcdCluster(t *testing.T) *etcdCluster {
 		c.endpoints = append(c.endpoints, ln.Addr().String())
 		n.Raft().SetEtcdURL("http://" + ln.Addr().String())
 	}
-	// Writes wait for feature level 2, which the leader raises once every
-	// member has told it its release.
 	if !testcluster.WaitFor(context.Background(), 15*time.Second, func() bool {
 		for _, n := range c.Nodes {
-			if n.Raft().FeatureLevel() < 2 {
+			if n.Raft().FeatureLevel() < level {
 				return false
 			}
 		}
 		return true
 	}) {
-		t.Fatal("feature level 2 not reached within 15s")
+		t.Fatalf("feature level %d not reached within 15s", level)
 	}
 	return c
 }

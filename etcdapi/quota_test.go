@@ -1,10 +1,8 @@
 package etcdapi
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -25,33 +23,10 @@ import (
 // request limit, at the feature level that applies them.
 func newQuotaCluster(t *testing.T, quota, maxRequest uint64) *etcdCluster {
 	t.Helper()
-	c := &etcdCluster{Cluster: testcluster.New(t, 3, testcluster.Options{Cluster: func(_ string, cfg *cluster.Config) {
+	opts := testcluster.Options{Cluster: func(_ string, cfg *cluster.Config) {
 		cfg.QuotaBackendBytes, cfg.MaxRequestBytes = quota, maxRequest
-	}})}
-	for _, n := range c.Nodes {
-		srv := New(Config{Node: n.Raft(), MaxRequestBytes: int(maxRequest)})
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		g := srv.GRPCServer()
-		go func() { _ = g.Serve(ln) }()
-		ctx, cancel := context.WithCancel(context.Background())
-		go srv.Run(ctx)
-		t.Cleanup(func() { cancel(); g.Stop() })
-		c.endpoints = append(c.endpoints, ln.Addr().String())
-	}
-	if !testcluster.WaitFor(context.Background(), 15*time.Second, func() bool {
-		for _, n := range c.Nodes {
-			if n.Raft().FeatureLevel() < fsm.MaxFeatureLevel {
-				return false
-			}
-		}
-		return true
-	}) {
-		t.Fatalf("feature level %d not reached within 15s", fsm.MaxFeatureLevel)
-	}
-	return c
+	}}
+	return startEtcdCluster(t, opts, Config{MaxRequestBytes: int(maxRequest)}, fsm.MaxFeatureLevel)
 }
 
 // TestQuota_FullStoreKeepsLeases fills a cluster with a 256 KiB quota

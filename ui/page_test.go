@@ -44,6 +44,28 @@ func newEnv(t *testing.T, n int, api func(name string, cfg *httpapi.Config)) *en
 	return newEnvWith(t, n, testcluster.Options{API: api})
 }
 
+// newTokenEnv is a one-node env whose only credential is token, of user
+// (in system:masters), and a client of it with that token.
+func newTokenEnv(t *testing.T, token, user string) (*env, kubernetes.Interface) {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte(token+","+user+",u-"+user+",system:masters\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.NewAuthenticator(auth.Config{TokenAuthFile: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 1, func(_ string, cfg *httpapi.Config) { cfg.Authenticator = authn })
+	cfg := e.Config(0, false)
+	cfg.BearerToken = token
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, cs
+}
+
 func newEnvWith(t *testing.T, n int, opts testcluster.Options) *env {
 	t.Helper()
 	e := &env{stores: map[string]*registry.Store{}}
@@ -383,21 +405,7 @@ func electionAgrees(t *testing.T, e *env, tb *tab) {
 func TestPage_Login(t *testing.T) {
 	t.Parallel()
 	const token = "ui-viewer-token"
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",viewer,u-viewer,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Config{TokenAuthFile: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, 1, func(_ string, cfg *httpapi.Config) { cfg.Authenticator = authn })
-	cfg := e.Config(0, false)
-	cfg.BearerToken = token
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cs := newTokenEnv(t, token, "viewer")
 	mustLease(t, cs, "secure", "guarded", "keeper", 60, time.Now())
 
 	tb := openTab(t, e.pageURL(0), tabOptions{})

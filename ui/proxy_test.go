@@ -16,11 +16,6 @@ import (
 	"regexp"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/kubernetes"
-
-	"github.com/leasehold/leasehold/auth"
-	"github.com/leasehold/leasehold/httpapi"
 )
 
 // kubectlPath is the kubectl the proxy tests run.
@@ -123,21 +118,7 @@ current-context: leasehold
 func TestPage_KubectlProxy(t *testing.T) {
 	t.Parallel()
 	const token = "proxy-admin-token"
-	tokens := filepath.Join(t.TempDir(), "tokens.csv")
-	if err := os.WriteFile(tokens, []byte(token+",admin,u-admin,system:masters\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.NewAuthenticator(auth.Config{TokenAuthFile: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, 1, func(_ string, cfg *httpapi.Config) { cfg.Authenticator = authn })
-	cfg := e.Config(0, false)
-	cfg.BearerToken = token
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cs := newTokenEnv(t, token, "admin")
 	mustLease(t, cs, "proxied", "first", "holder-1", 60, time.Now())
 	front, ca := tlsFront(t, e.Nodes[0].URL())
 

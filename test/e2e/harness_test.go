@@ -144,6 +144,17 @@ func newProcClusterOn(t *testing.T, bin string, creds *apiCredentials, extra ...
 // (perNode, if not nil) after extra.
 func newProcClusterEach(t *testing.T, bin string, creds *apiCredentials, perNode func(name string) []string, extra ...string) *procCluster {
 	t.Helper()
+	pc := startProcCluster(t, bin, creds, perNode, extra...)
+	for _, n := range pc.nodes {
+		pc.waitReady(n.name, 30*time.Second)
+	}
+	return pc
+}
+
+// startProcCluster starts n1..n3 as newProcClusterEach does and returns at
+// once, before any is ready.
+func startProcCluster(t *testing.T, bin string, creds *apiCredentials, perNode func(name string) []string, extra ...string) *procCluster {
+	t.Helper()
 	dir := t.TempDir()
 	pc := &procCluster{t: t, dir: dir}
 	ports := harness.FreePorts(t, 2*len(clusterNames))
@@ -188,9 +199,6 @@ func newProcClusterEach(t *testing.T, bin string, creds *apiCredentials, perNode
 	t.Cleanup(pc.cleanup)
 	for _, n := range pc.nodes {
 		pc.start(n)
-	}
-	for _, n := range pc.nodes {
-		pc.waitReady(n.name, 30*time.Second)
 	}
 	return pc
 }

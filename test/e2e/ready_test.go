@@ -10,46 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/leasehold/leasehold/test/harness"
 )
-
-// startUnready starts n1..n3 with extra flags and returns at once, before
-// any is ready (newProcCluster waits for every /readyz). Every process is
-// SIGKILLed at the end of the test.
-func startUnready(t *testing.T, extra ...string) *procCluster {
-	t.Helper()
-	dir := t.TempDir()
-	pc := &procCluster{t: t, dir: dir}
-	ports := harness.FreePorts(t, 2*len(clusterNames))
-	var initial []string
-	for i, name := range clusterNames {
-		n := &procNode{
-			name:     name,
-			apiAddr:  fmt.Sprintf("127.0.0.1:%d", ports[2*i]),
-			peerAddr: fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]),
-			dataDir:  filepath.Join(dir, name, "data"),
-			logPath:  filepath.Join(dir, name+".log"),
-		}
-		initial = append(initial, name+"="+n.peerAddr)
-		pc.nodes = append(pc.nodes, n)
-	}
-	for _, n := range pc.nodes {
-		n.args = append([]string{
-			"--name", n.name,
-			"--data-dir", n.dataDir,
-			"--api-addr", n.apiAddr,
-			"--peer-addr", n.peerAddr,
-			"--initial-cluster", strings.Join(initial, ","),
-			"--raft-heartbeat-timeout", "500ms",
-		}, extra...)
-	}
-	t.Cleanup(pc.cleanup)
-	for _, n := range pc.nodes {
-		pc.start(n)
-	}
-	return pc
-}
 
 // Ready means ready (ROBUSTNESS item 8): a client that polls /readyz on
 // each node of a new cluster until 200, then at once reads clusterrole
@@ -127,7 +88,7 @@ func TestReadyMeansReady(t *testing.T) {
 
 	var pc *procCluster
 	for round := range 2 {
-		pc = startUnready(t, "--token-auth-file", tokens)
+		pc = startProcCluster(t, "", nil, nil, "--token-auth-file", tokens)
 		askAll(pc, fmt.Sprintf("new cluster %d", round+1))
 		if round == 0 {
 			pc.cleanup()
