@@ -1,14 +1,12 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,18 +21,6 @@ import (
 	"github.com/leasehold/leasehold/registry"
 )
 
-// requestContext bounds a request by the `timeout` query parameter, as
-// clients send it. Without one it is the request's own context, which
-// net/http cancels when the handler returns.
-func requestContext(req *http.Request) (context.Context, context.CancelFunc) {
-	if t := req.URL.Query().Get("timeout"); t != "" {
-		if d, err := time.ParseDuration(t); err == nil && d > 0 {
-			return context.WithTimeout(req.Context(), d)
-		}
-	}
-	return req.Context(), func() {}
-}
-
 func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Resource, ns, name string) {
 	out, err := negotiate(req, forResources...)
 	if err != nil {
@@ -46,8 +32,7 @@ func (s *Server) get(w http.ResponseWriter, req *http.Request, res *registry.Res
 		s.writeError(w, req, err)
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	obj, stored, err := s.store.GetStored(ctx, res, ns, name, registry.ReadOptions{ResourceVersion: o.ResourceVersion})
 	if err == nil && stored != nil && out.as.Kind == "" && !out.pretty {
 		// The stored object as it is: its encoding is computed once and
@@ -84,8 +69,7 @@ func (s *Server) list(w http.ResponseWriter, req *http.Request, res *registry.Re
 		s.watch(w, req, out, res, ns, raw, lo)
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	list, stored, err := s.store.ListStored(ctx, res, ns, lo)
 	if err == nil && stored != nil {
 		if out.as.Kind == "" && !out.pretty && s.writeStoredList(w, out, res, list, stored) {
@@ -187,8 +171,7 @@ func (s *Server) create(w http.ResponseWriter, req *http.Request, res *registry.
 		s.writeError(w, req, registry.CheckAddress(obj, ns, obj.GetName()))
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	created, err := s.store.Create(ctx, res, obj, q.writeOptions(req))
 	if err != nil {
 		s.writeError(w, req, err)
@@ -206,8 +189,7 @@ func (s *Server) update(w http.ResponseWriter, req *http.Request, res *registry.
 		s.writeError(w, req, err)
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	updated, created, err := s.store.Update(ctx, res, ns, name, obj, q.writeOptions(req))
 	if err != nil {
 		s.writeError(w, req, err)
@@ -356,8 +338,7 @@ func (s *Server) patch(w http.ResponseWriter, req *http.Request, res *registry.R
 		obj.GetObjectKind().SetGroupVersionKind(gvk) // as decodeObject does
 		return obj.(registry.Object), nil
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	patched, err := s.store.Patch(ctx, res, ns, name, apply, q.writeOptions(req))
 	warnings(w, warns)
 	if err != nil {
@@ -403,8 +384,7 @@ func (s *Server) delete(w http.ResponseWriter, req *http.Request, res *registry.
 	if !ok {
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	// Leases have no dependents and leasehold runs no garbage collector, so
 	// every propagation policy deletes at once (Background).
 	deleted, err := s.store.Delete(ctx, res, ns, name, registry.DeleteOptions{
@@ -434,8 +414,7 @@ func (s *Server) deleteCollection(w http.ResponseWriter, req *http.Request, res 
 		s.writeError(w, req, err)
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	list, err := s.store.List(ctx, res, ns, lo)
 	if err != nil {
 		s.writeError(w, req, err)
@@ -474,8 +453,7 @@ func (s *Server) apply(w http.ResponseWriter, req *http.Request, out output, res
 		s.writeError(w, req, err)
 		return
 	}
-	ctx, cancel := requestContext(req)
-	defer cancel()
+	ctx := req.Context()
 	obj, created, err := s.store.Apply(ctx, res, ns, name, body, q.force, q.writeOptions(req))
 	if err != nil {
 		s.writeError(w, req, err)

@@ -48,13 +48,36 @@ func (s *Server) withRequestTimeout(next http.Handler) http.Handler {
 }
 
 // isWatchRequest tells a watch from its URL alone (the filter runs before
-// routing): ?watch=true or 1 on a GET, or the deprecated /watch/ paths.
+// routing): ?watch=true or 1 on a GET of a collection, or the deprecated
+// /watch/ paths. On a named object ?watch is a plain get here (see
+// requestVerb), and has its deadline.
 func isWatchRequest(req *http.Request) bool {
 	if req.Method != http.MethodGet {
 		return false
 	}
-	if w := req.URL.Query().Get("watch"); w == "true" || w == "1" {
+	if strings.Contains(req.URL.Path, "/watch/") {
 		return true
 	}
-	return strings.Contains(req.URL.Path, "/watch/")
+	w := req.URL.Query().Get("watch")
+	return (w == "true" || w == "1") && !namedObjectPath(req.URL.Path)
+}
+
+// namedObjectPath reports whether path names one object:
+// /apis/GROUP/VERSION[/namespaces/NS]/RESOURCE/NAME or
+// /api/VERSION[/namespaces/NS]/RESOURCE/NAME.
+func namedObjectPath(path string) bool {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	var rest []string // after the group version
+	switch {
+	case len(segs) >= 3 && segs[0] == "apis":
+		rest = segs[3:]
+	case len(segs) >= 2 && segs[0] == "api":
+		rest = segs[2:]
+	default:
+		return false
+	}
+	if len(rest) >= 2 && rest[0] == "namespaces" && len(rest) > 2 {
+		rest = rest[2:] // a namespaced resource
+	}
+	return len(rest) == 2
 }
